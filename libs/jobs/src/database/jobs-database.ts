@@ -1,0 +1,90 @@
+import pg from 'pg';
+import { DataSource } from 'typeorm';
+import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import type { SchemaName } from './schema-name.js';
+
+/** Anything that runs parameterised SQL: the module's pool, or a caller's TypeORM `EntityManager`. */
+export interface SqlExecutor {
+  query(text: string, values?: unknown[]): Promise<unknown>;
+}
+
+/**
+ * The module's access to PostgreSQL: a TypeORM `DataSource` (its own, or one the app shares) and
+ * the `pg` pool underneath it, which the hot path uses directly to save TypeORM's per-query
+ * overhead.
+ *
+ * Session-scoped work (LISTEN, the migration lock) gets a dedicated client made from the pool's own
+ * settings, so it neither holds one of the app's pooled connections nor breaks when a pooler would
+ * have handed it a different backend.
+ */
+export class JobsDatabase {
+  private closed = false;
+
+  private constructor(
+    readonly dataSource: DataSource,
+    private readonly ownsDataSource: boolean,
+    readonly schema: SchemaName,
+    private readonly instanceId: string,
+  ) {}
+
+  static async connect(options: ResolvedJobsOptions): Promise<JobsDatabase> {
+    if (options.dataSource) {
+      if (!options.dataSource.isInitialized) await options.dataSource.initialize();
+      return new JobsDatabase(options.dataSource, false, options.schema, options.instanceId);
+    }
+    const dataSource = new DataSource({
+      type: 'postgres',
+      // `extra` is handed to `pg.Pool` as is, so every pg option the user gave keeps its meaning.
+      extra: { application_name: applicationName(options.instanceId), ...options.connection },
+    });
+    await dataSource.initialize();
+    return new JobsDatabase(dataSource, true, options.schema, options.instanceId);
+  }
+
+  /** The `pg.Pool` under the TypeORM postgres driver. */
+  get pool(): pg.Pool {
+    return (this.dataSource.driver as unknown as { master: pg.Pool }).master;
+  }
+
+  /** Runs one parameterised statement on the pool and returns its rows. */
+  async query<Row>(text: string, values: readonly unknown[] = []): Promise<Row[]> {
+    const result = await this.pool.query(text, values as unknown[]);
+    return result.rows as Row[];
+  }
+
+  /** A new, unconnected session client with the pool's settings, named for `role`. */
+  createSessionClient(role: string): pg.Client {
+    const settings = (this.pool as unknown as { options: pg.ClientConfig }).options;
+    return new pg.Client({ ...settings, application_name: applicationName(this.instanceId, role) });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownsDataSource && this.dataSource.isInitialized) await this.dataSource.destroy();
+  }
+}
+
+/**
+ * Runs one statement on `executor` and returns its rows. A TypeORM `EntityManager` answers a
+ * `DELETE`/`UPDATE` with `[rows, count]` and anything else with the rows; `pg` with a result object.
+ */
+export async function queryRows<Row>(
+  executor: SqlExecutor,
+  text: string,
+  values: readonly unknown[],
+): Promise<Row[]> {
+  const result = await executor.query(text, values as unknown[]);
+  if (Array.isArray(result)) {
+    return (result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number'
+      ? result[0]
+      : result) as Row[];
+  }
+  return (result as pg.QueryResult).rows as Row[];
+}
+
+function applicationName(instanceId: string, role?: string): string {
+  // Postgres truncates application_name at 63 bytes; the role suffix is what tells connections apart.
+  const suffix = role ? `:${role}` : '';
+  return `nestjs-pg-jobs ${instanceId}`.slice(0, 63 - suffix.length) + suffix;
+}

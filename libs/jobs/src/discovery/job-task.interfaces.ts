@@ -1,0 +1,44 @@
+/**
+ * What a running task knows about its job.
+ *
+ * @publicApi
+ */
+export interface JobContext {
+  /** The job's id, stable across its attempts. */
+  readonly id: string;
+  /** The task name. */
+  readonly task: string;
+  /** 1 for the first run, 2 for the first retry, and so on. */
+  readonly attempt: number;
+  /** Retries the job may use after its first attempt. */
+  readonly maxRetries: number;
+  /**
+   * Aborted when the attempt times out (`taskTimeout`) or the instance shuts down. A task that
+   * ignores it keeps running in the background after its attempt has been recorded.
+   */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * A class decorated with `@JobTask()`: Nest builds it with its dependencies, and the runner calls
+ * `run` for each job of its task. A thrown error (or rejected promise) fails the attempt.
+ *
+ * @publicApi
+ */
+export interface JobTaskHandler<Payload = unknown> {
+  run(payload: Payload, ctx: JobContext): Promise<unknown> | unknown;
+}
+
+/**
+ * Options of `@JobTask()`.
+ *
+ * @publicApi
+ */
+export interface JobTaskOptions {
+  /** The task name jobs are enqueued under. */
+  name: string;
+  /** Retries for this task's jobs when `addJob` gives none. Default: the module's `maxRetries`. */
+  maxRetries?: number;
+  /** Seconds an attempt of this task may run. Default: the module's `taskTimeout`. */
+  timeout?: number;
+}

@@ -1,0 +1,75 @@
+import { Injectable } from '@nestjs/common';
+import { DiscoveryService, Reflector } from '@nestjs/core';
+import { InvalidTaskHandlerError } from '../errors/jobs.errors.js';
+import { JOB_TASK_METADATA } from './job-task.decorator.js';
+import type { JobTaskHandler, JobTaskOptions } from './job-task.interfaces.js';
+
+/** A discovered task: its options and the handler instance Nest built. */
+export interface RegisteredTask {
+  readonly options: JobTaskOptions;
+  readonly handler: JobTaskHandler;
+}
+
+const TASK_NAME = /^[A-Za-z0-9_.:-]{1,200}$/;
+
+/**
+ * The tasks this instance can run, found among the app's providers. Everything wrong with a
+ * handler is reported here, at boot, naming the classes, rather than on the first job.
+ */
+@Injectable()
+export class TaskRegistry {
+  private readonly tasks = new Map<string, RegisteredTask & { className: string }>();
+  private namesCache: readonly string[] = [];
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly reflector: Reflector,
+  ) {}
+
+  discover(): void {
+    this.tasks.clear();
+    for (const wrapper of this.discovery.getProviders()) {
+      const type = wrapper.metatype;
+      if (!type || typeof type !== 'function') continue;
+      const options = this.reflector.get<JobTaskOptions | undefined>(JOB_TASK_METADATA, type);
+      if (!options) continue;
+      this.register(options, wrapper.instance, type.name, wrapper.isDependencyTreeStatic());
+    }
+    this.namesCache = [...this.tasks.keys()].sort();
+  }
+
+  get(name: string): RegisteredTask | undefined {
+    return this.tasks.get(name);
+  }
+
+  /** Names of the tasks this instance runs, sorted: what the runner claims. */
+  get names(): readonly string[] {
+    return this.namesCache;
+  }
+
+  private register(options: JobTaskOptions, instance: unknown, className: string, isStatic: boolean): void {
+    const name = options?.name;
+    if (typeof name !== 'string' || !TASK_NAME.test(name)) {
+      throw new InvalidTaskHandlerError(
+        `@JobTask() on ${className} needs a name of 1-200 letters, digits or "_.:-"; got ${JSON.stringify(name)}.`,
+      );
+    }
+    const existing = this.tasks.get(name);
+    if (existing && existing.className !== className) {
+      throw new InvalidTaskHandlerError(
+        `Task "${name}" has two handlers: ${existing.className} and ${className}. Give each a name of its own.`,
+      );
+    }
+    if (!isStatic) {
+      throw new InvalidTaskHandlerError(
+        `${className} (task "${name}") is request- or transient-scoped; task handlers must be singletons.`,
+      );
+    }
+    if (typeof (instance as Partial<JobTaskHandler> | undefined)?.run !== 'function') {
+      throw new InvalidTaskHandlerError(
+        `${className} is decorated with @JobTask("${name}") but has no run(payload, ctx) method.`,
+      );
+    }
+    this.tasks.set(name, { options, handler: instance as JobTaskHandler, className });
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * Every error the library throws at its public boundary, and every error a job's promise rejects
+ * with, is one of these. Messages say what was wrong and, where there is one, what to do instead.
+ */
+
+/** Base class: `err instanceof JobsError` catches everything this library throws. */
+export class JobsError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A module option is missing, of the wrong type or out of range. Thrown while the app boots. */
+export class InvalidJobsOptionError extends JobsError {
+  constructor(
+    readonly option: string,
+    readonly value: unknown,
+    expectation: string,
+  ) {
+    super(`JobsModule option "${option}" ${expectation}; got ${describe(value)}.`);
+  }
+}
+
+/** An argument of `addJob`, `getJob` or `cancelJob` is invalid. Nothing was written. */
+export class InvalidJobOptionsError extends JobsError {
+  constructor(
+    readonly option: string,
+    readonly value: unknown,
+    expectation: string,
+  ) {
+    super(`Job option "${option}" ${expectation}; got ${describe(value)}. Nothing was written.`);
+  }
+}
+
+/** `addJob` named a task that no `@JobTask()` handler on this instance runs. Nothing was inserted. */
+export class UnknownTaskError extends JobsError {
+  constructor(
+    readonly task: string,
+    known: readonly string[],
+  ) {
+    super(
+      `No @JobTask() handler is registered for task "${task}" (known: ${known.length ? known.join(', ') : 'none'}). ` +
+        'Register the handler, or set the JobsModule option "allowUnknownTasks" on instances that only enqueue.',
+    );
+  }
+}
+
+/** The payload cannot cross a JSON column unchanged. Nothing was inserted. */
+export class InvalidPayloadError extends JobsError {
+  constructor(
+    readonly path: string,
+    reason: string,
+  ) {
+    super(
+      `Job payload is not JSON-serialisable: ${path} ${reason}. Pass plain data (objects, arrays, strings, finite numbers, booleans, null).`,
+    );
+  }
+}
+
+/** Two `@JobTask()` handlers claim the same name, or a handler cannot run. Thrown while the app boots. */
+export class InvalidTaskHandlerError extends JobsError {}
+
+/** The database schema is missing or older than this library, and `migrate` is off. */
+export class SchemaNotMigratedError extends JobsError {}
+
+/** A job awaited with `promise: true` ended failed (no retries left) or was interrupted for good. */
+export class JobFailedError extends JobsError {
+  constructor(
+    readonly jobId: string,
+    readonly state: string,
+    errorMessage: string | null,
+  ) {
+    super(errorMessage ?? `Job ${jobId} ended ${state}.`);
+  }
+}
+
+/** A job awaited with `promise: true` was cancelled before it ran. */
+export class JobCancelledError extends JobsError {
+  constructor(readonly jobId: string) {
+    super(`Job ${jobId} was cancelled before it ran.`);
+  }
+}
+
+/** Nothing reported the end of a job awaited with `promise: true` within `promiseTimeout`. */
+export class JobPromiseTimeoutError extends JobsError {
+  constructor(
+    readonly jobId: string,
+    seconds: number,
+  ) {
+    super(
+      `No instance reported the end of job ${jobId} within ${seconds}s (promiseTimeout). ` +
+        'The job itself is not cancelled: check it with getJob().',
+    );
+  }
+}
+
+/** A task ran past its `taskTimeout`; its `ctx.signal` was aborted with this reason. */
+export class JobTimeoutError extends JobsError {
+  constructor(seconds: number) {
+    super(`The task did not finish within its timeout of ${seconds}s and was aborted.`);
+  }
+}
+
+/** The instance shut down: pending promises are rejected, and running tasks' signals are aborted. */
+export class JobsShutdownError extends JobsError {
+  constructor() {
+    super('The jobs module is shutting down.');
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
+  if (typeof value === 'function') return 'a function';
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

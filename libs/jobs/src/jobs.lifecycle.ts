@@ -1,0 +1,77 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type {
+  BeforeApplicationShutdown,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+  OnModuleInit,
+} from '@nestjs/common';
+import { JobsDatabase } from './database/jobs-database.js';
+import { TaskRegistry } from './discovery/task-registry.js';
+import { NotificationListener } from './notify/notification-listener.js';
+import { JOBS_OPTIONS } from './options/resolved-options.js';
+import type { ResolvedJobsOptions } from './options/resolved-options.js';
+import { CompletionWaiters } from './queue/completion-waiters.js';
+import { ReaperService } from './reaper/reaper.service.js';
+import { JobRunner } from './runner/job-runner.service.js';
+import { SchemaMigrator } from './schema/schema-migrator.js';
+
+/**
+ * Starts and stops the module's parts in an order that loses nothing:
+ * - init: the schema is brought up to date and the task handlers are found, so a bad handler
+ *   fails the boot;
+ * - bootstrap (the app is ready): listen, reap what a previous life left behind, then claim;
+ * - before shutdown: stop claiming and drain while the connections (ours and a shared
+ *   DataSource) are still open;
+ * - shutdown: close the connections this module owns.
+ */
+@Injectable()
+export class JobsLifecycle
+  implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown
+{
+  private readonly logger = new Logger('Jobs');
+
+  constructor(
+    @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
+    @Inject(JobsDatabase) private readonly db: JobsDatabase,
+    @Inject(TaskRegistry) private readonly registry: TaskRegistry,
+    @Inject(NotificationListener) private readonly listener: NotificationListener,
+    @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
+    @Inject(JobRunner) private readonly runner: JobRunner,
+    @Inject(ReaperService) private readonly reaper: ReaperService,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    const migrator = new SchemaMigrator(this.db);
+    if (this.options.migrate) await migrator.migrate();
+    else await migrator.assertCurrent();
+    this.registry.discover();
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.listener.onNotification((notification) => {
+      if (notification.event === 'newJob') this.runner.wake();
+      else this.waiters.settle(notification);
+    });
+    this.listener.onConnected(() => {
+      this.runner.wake();
+      void this.waiters.catchUp().catch(() => undefined);
+    });
+    await this.listener.start();
+    if (this.options.runJobs) await this.reaper.start();
+    this.runner.start();
+    this.logger.log(
+      `Started instance ${this.options.instanceId} (schema ${this.db.schema.name}, ` +
+        `tasks: ${this.registry.names.join(', ') || 'none'}, concurrency ${this.options.concurrency}).`,
+    );
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.all([this.runner.stop(), this.reaper.stop()]);
+    this.waiters.rejectAll();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.listener.stop();
+    await this.db.close();
+  }
+}

@@ -1,0 +1,50 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { JobsDatabase } from './database/jobs-database.js';
+import { TaskRegistry } from './discovery/task-registry.js';
+import { JobsLifecycle } from './jobs.lifecycle.js';
+import { JOBS_MODULE_OPTIONS, JobsConfigurableModule } from './jobs.module-definition.js';
+import { NotificationListener } from './notify/notification-listener.js';
+import type { JobsModuleOptions } from './options/jobs-module-options.interface.js';
+import { resolveJobsOptions } from './options/resolve-options.js';
+import { JOBS_OPTIONS } from './options/resolved-options.js';
+import type { ResolvedJobsOptions } from './options/resolved-options.js';
+import { CompletionWaiters } from './queue/completion-waiters.js';
+import { JobQueueService } from './queue/job-queue.service.js';
+import { ReaperService } from './reaper/reaper.service.js';
+import { JobRunner } from './runner/job-runner.service.js';
+
+/**
+ * The job queue and scheduler on the app's PostgreSQL.
+ *
+ * ```ts
+ * JobsModule.forRoot({ connection: process.env.DATABASE_URL })
+ * JobsModule.forRootAsync({ inject: [ConfigService], useFactory: (c) => ({ connection: c.get('DB') }) })
+ * ```
+ *
+ * @publicApi
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    {
+      provide: JOBS_OPTIONS,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (options: JobsModuleOptions) => resolveJobsOptions(options),
+    },
+    {
+      provide: JobsDatabase,
+      inject: [JOBS_OPTIONS],
+      useFactory: (options: ResolvedJobsOptions) => JobsDatabase.connect(options),
+    },
+    TaskRegistry,
+    NotificationListener,
+    CompletionWaiters,
+    JobQueueService,
+    JobRunner,
+    ReaperService,
+    JobsLifecycle,
+  ],
+  exports: [JobQueueService, ReaperService],
+})
+export class JobsModule extends JobsConfigurableModule {}

@@ -1,0 +1,127 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type pg from 'pg';
+import { JobsDatabase } from '../database/jobs-database.js';
+import { channelFor, parseNotification } from './job-events.js';
+import type { JobsNotification } from './job-events.js';
+
+const RECONNECT_MIN_MS = 100;
+const RECONNECT_MAX_MS = 5_000;
+
+type NotificationHandler = (notification: JobsNotification) => void;
+type ConnectedHandler = () => void;
+
+/**
+ * Holds the instance's `LISTEN` session and keeps it alive.
+ *
+ * `LISTEN` belongs to one backend session, so it cannot share the pool: it gets a client of its own.
+ * When that connection drops (a restart, `pg_terminate_backend`, a network blip) the client cannot
+ * be reused, so a new one is made, with backoff. Whatever was notified while no session was
+ * listening is lost, which is why every (re)connection is reported to `onConnected` handlers: they
+ * poll once to catch up. Behind a transaction-mode pooler LISTEN never works; the instance then
+ * runs on its polling tick alone, and says so.
+ */
+@Injectable()
+export class NotificationListener {
+  private readonly logger = new Logger('JobsNotifications');
+  private readonly notificationHandlers: NotificationHandler[] = [];
+  private readonly connectedHandlers: ConnectedHandler[] = [];
+  private readonly channel: string;
+  private client?: pg.Client;
+  private reconnectTimer?: NodeJS.Timeout;
+  private reconnectDelay = RECONNECT_MIN_MS;
+  private stopped = true;
+  private connecting?: Promise<void>;
+
+  constructor(@Inject(JobsDatabase) private readonly db: JobsDatabase) {
+    this.channel = channelFor(db.schema);
+  }
+
+  onNotification(handler: NotificationHandler): void {
+    this.notificationHandlers.push(handler);
+  }
+
+  onConnected(handler: ConnectedHandler): void {
+    this.connectedHandlers.push(handler);
+  }
+
+  /** Starts listening; resolves after the first attempt, connected or not (polling covers the gap). */
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.reconnectTimer);
+    await this.connecting;
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  private connect(): Promise<void> {
+    this.connecting = this.openSession().finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  private async openSession(): Promise<void> {
+    const client = this.db.createSessionClient('listen');
+    // Without an 'error' listener a dropped connection would crash the host process.
+    client.on('error', (err) => this.lost(client, err));
+    client.on('end', () => this.lost(client));
+    client.on('notification', (message) => {
+      if (message.channel !== this.channel) return;
+      const notification = parseNotification(message.payload);
+      if (notification) this.dispatch(notification);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${this.channel}"`);
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      this.logger.warn(
+        `Cannot LISTEN on "${this.channel}" (${(err as Error).message}); relying on the polling tick until it works. ` +
+          'Behind a transaction-mode pooler such as PgBouncer LISTEN never works: point the module at a session connection for prompt wake-ups.',
+      );
+      this.scheduleReconnect();
+      return;
+    }
+    if (this.stopped) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.client = client;
+    this.reconnectDelay = RECONNECT_MIN_MS;
+    for (const handler of this.connectedHandlers) this.safely(() => handler());
+  }
+
+  private lost(client: pg.Client, err?: Error): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    client.end().catch(() => undefined);
+    if (this.stopped) return;
+    this.logger.warn(`LISTEN connection lost${err ? ` (${err.message})` : ''}; reconnecting.`);
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped) return;
+    clearTimeout(this.reconnectTimer);
+    const delay = this.reconnectDelay;
+    this.reconnectDelay = Math.min(this.reconnectDelay * 2, RECONNECT_MAX_MS);
+    this.reconnectTimer = setTimeout(() => void this.connect(), delay);
+  }
+
+  private dispatch(notification: JobsNotification): void {
+    for (const handler of this.notificationHandlers) this.safely(() => handler(notification));
+  }
+
+  /** A handler's mistake must never take the listening session down with it. */
+  private safely(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.logger.error(`Notification handler failed: ${(err as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,10 @@
+/** Defaults of `JobsModuleOptions`, in the seed's units (seconds) where the seed had the option. */
+export const DEFAULT_SCHEMA = 'jobs';
+export const DEFAULT_POLLING_CHECK = 5;
+export const DEFAULT_SCHEDULED_CHECK = 300;
+export const DEFAULT_MAX_RETRIES = 5;
+export const DEFAULT_RETRY_BACKOFF = 60;
+export const DEFAULT_TASK_TIMEOUT = 300;
+export const DEFAULT_STALE_JOB_TIMEOUT = 3600;
+export const DEFAULT_SHUTDOWN_TIMEOUT = 30;
+export const DEFAULT_PROMISE_TIMEOUT = 600;

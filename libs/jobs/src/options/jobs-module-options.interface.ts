@@ -1,0 +1,48 @@
+import type { PoolConfig } from 'pg';
+import type { DataSource } from 'typeorm';
+
+/**
+ * Options of `JobsModule.forRoot()` / `forRootAsync()`. Durations are in seconds, as in the seed's
+ * configuration; fractions are allowed.
+ *
+ * @publicApi
+ */
+export interface JobsModuleOptions {
+  /** A connection string or `pg` pool options. The module owns this pool and closes it on shutdown. */
+  connection?: string | PoolConfig;
+  /**
+   * An existing, initialised TypeORM `DataSource` (postgres) to share instead of `connection`. The
+   * module borrows its pool and never closes it.
+   */
+  dataSource?: DataSource;
+  /** Schema holding the module's tables. A plain lower-case identifier. Default `jobs`. */
+  schema?: string;
+  /** Run the schema migrations at boot. Default `true`; when `false` the boot checks the schema is current. */
+  migrate?: boolean;
+  /** Name of this instance in history and `application_name`. Default host, pid and a random suffix. */
+  instanceId?: string;
+  /** Worker threads for worker tasks: a number, or `'auto'` (CPUs − 1, at least 1). Default `'auto'`. */
+  workers?: number | 'auto';
+  /** How many jobs this instance runs at once. Default: the resolved `workers`. */
+  concurrency?: number;
+  /** Seconds between polls for due jobs, the backstop for missed notifications. Default 5. */
+  pollingCheck?: number;
+  /** Seconds between cron planning and reaping rounds. Default 300. */
+  scheduledCheck?: number;
+  /** Retries after the first attempt, unless the job or its task says otherwise. Default 5. */
+  maxRetries?: number;
+  /** Base of the retry backoff: retry `n` waits `2^(n-1) * retryBackoff` seconds. Default 60. */
+  retryBackoff?: number;
+  /** Seconds a task may run before its signal is aborted and the attempt fails. Default 300. */
+  taskTimeout?: number;
+  /** Seconds after which an `active` job is presumed abandoned whatever its instance. Default 3600. */
+  staleJobTimeout?: number;
+  /** Seconds shutdown waits for running jobs before requeueing them. Default 30. */
+  shutdownTimeout?: number;
+  /** Seconds an `addJob({ promise: true })` caller waits before its promise rejects. Default 600. */
+  promiseTimeout?: number;
+  /** Accept `addJob` for tasks this instance has no handler for (instances that only enqueue). */
+  allowUnknownTasks?: boolean;
+  /** Claim and run jobs on this instance. Default `true`; `false` makes an enqueue-only instance. */
+  runJobs?: boolean;
+}

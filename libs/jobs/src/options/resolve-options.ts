@@ -1,0 +1,124 @@
+import { availableParallelism, hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { PoolConfig } from 'pg';
+import { toSchemaName } from '../database/schema-name.js';
+import { InvalidJobsOptionError } from '../errors/jobs.errors.js';
+import * as defaults from './defaults.js';
+import type { JobsModuleOptions } from './jobs-module-options.interface.js';
+import type { ResolvedJobsOptions } from './resolved-options.js';
+
+const KNOWN_OPTIONS = new Set<string>([
+  'connection',
+  'dataSource',
+  'schema',
+  'migrate',
+  'instanceId',
+  'workers',
+  'concurrency',
+  'pollingCheck',
+  'scheduledCheck',
+  'maxRetries',
+  'retryBackoff',
+  'taskTimeout',
+  'staleJobTimeout',
+  'shutdownTimeout',
+  'promiseTimeout',
+  'allowUnknownTasks',
+  'runJobs',
+]);
+
+/**
+ * Validates the module options once, at boot, and applies the defaults. Every message names the
+ * option and the value it was given.
+ */
+export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidJobsOptionError('(options)', options, 'must be an object');
+  }
+  for (const key of Object.keys(options)) {
+    if (!KNOWN_OPTIONS.has(key)) {
+      throw new InvalidJobsOptionError(key, (options as Record<string, unknown>)[key], 'is not an option');
+    }
+  }
+  const workers = resolveWorkers(options.workers);
+  return {
+    ...resolveConnection(options),
+    schema: toSchemaName(options.schema ?? defaults.DEFAULT_SCHEMA),
+    migrate: flag('migrate', options.migrate, true),
+    instanceId: resolveInstanceId(options.instanceId),
+    workers,
+    concurrency: integer('concurrency', options.concurrency ?? workers, 1),
+    pollingCheck: seconds('pollingCheck', options.pollingCheck, defaults.DEFAULT_POLLING_CHECK),
+    scheduledCheck: seconds('scheduledCheck', options.scheduledCheck, defaults.DEFAULT_SCHEDULED_CHECK),
+    maxRetries: integer('maxRetries', options.maxRetries ?? defaults.DEFAULT_MAX_RETRIES, 0),
+    retryBackoff: seconds('retryBackoff', options.retryBackoff, defaults.DEFAULT_RETRY_BACKOFF, true),
+    taskTimeout: seconds('taskTimeout', options.taskTimeout, defaults.DEFAULT_TASK_TIMEOUT),
+    staleJobTimeout: seconds('staleJobTimeout', options.staleJobTimeout, defaults.DEFAULT_STALE_JOB_TIMEOUT),
+    shutdownTimeout: seconds('shutdownTimeout', options.shutdownTimeout, defaults.DEFAULT_SHUTDOWN_TIMEOUT, true),
+    promiseTimeout: seconds('promiseTimeout', options.promiseTimeout, defaults.DEFAULT_PROMISE_TIMEOUT),
+    allowUnknownTasks: flag('allowUnknownTasks', options.allowUnknownTasks, false),
+    runJobs: flag('runJobs', options.runJobs, true),
+  };
+}
+
+function resolveConnection(
+  options: JobsModuleOptions,
+): Pick<ResolvedJobsOptions, 'connection' | 'dataSource'> {
+  const { connection, dataSource } = options;
+  if (connection !== undefined && dataSource !== undefined) {
+    throw new InvalidJobsOptionError('dataSource', '(a DataSource)', 'cannot be combined with "connection"');
+  }
+  if (dataSource !== undefined) {
+    const type = (dataSource as { options?: { type?: unknown } })?.options?.type;
+    if (type !== 'postgres') {
+      throw new InvalidJobsOptionError('dataSource', type, 'must be a TypeORM DataSource of type "postgres"');
+    }
+    return { dataSource };
+  }
+  if (typeof connection === 'string' && connection.length > 0) {
+    return { connection: { connectionString: connection } };
+  }
+  if (connection !== null && typeof connection === 'object' && !Array.isArray(connection)) {
+    return { connection: { ...(connection as PoolConfig) } };
+  }
+  throw new InvalidJobsOptionError(
+    'connection',
+    connection,
+    'must be a connection string or pg pool options (or pass "dataSource")',
+  );
+}
+
+function resolveWorkers(value: unknown): number {
+  if (value === undefined || value === 'auto') return Math.max(1, availableParallelism() - 1);
+  return integer('workers', value, 1);
+}
+
+function resolveInstanceId(value: unknown): string {
+  if (value === undefined) return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  if (typeof value !== 'string' || value.length === 0 || value.length > 200) {
+    throw new InvalidJobsOptionError('instanceId', value, 'must be a non-empty string of at most 200 characters');
+  }
+  return value;
+}
+
+function integer(option: string, value: unknown, min: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
+    throw new InvalidJobsOptionError(option, value, `must be an integer >= ${min}`);
+  }
+  return value;
+}
+
+function seconds(option: string, value: unknown, fallback: number, zeroAllowed = false): number {
+  if (value === undefined) return fallback;
+  const ok = typeof value === 'number' && Number.isFinite(value) && (zeroAllowed ? value >= 0 : value > 0);
+  if (!ok) {
+    throw new InvalidJobsOptionError(option, value, `must be a ${zeroAllowed ? 'non-negative' : 'positive'} number of seconds`);
+  }
+  return value;
+}
+
+function flag(option: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new InvalidJobsOptionError(option, value, 'must be a boolean');
+  return value;
+}

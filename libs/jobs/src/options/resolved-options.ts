@@ -1,0 +1,27 @@
+import type { PoolConfig } from 'pg';
+import type { DataSource } from 'typeorm';
+import type { SchemaName } from '../database/schema-name.js';
+
+/** `JobsModuleOptions` after validation, with every default applied. Internal. */
+export interface ResolvedJobsOptions {
+  readonly connection?: PoolConfig;
+  readonly dataSource?: DataSource;
+  readonly schema: SchemaName;
+  readonly migrate: boolean;
+  readonly instanceId: string;
+  readonly workers: number;
+  readonly concurrency: number;
+  readonly pollingCheck: number;
+  readonly scheduledCheck: number;
+  readonly maxRetries: number;
+  readonly retryBackoff: number;
+  readonly taskTimeout: number;
+  readonly staleJobTimeout: number;
+  readonly shutdownTimeout: number;
+  readonly promiseTimeout: number;
+  readonly allowUnknownTasks: boolean;
+  readonly runJobs: boolean;
+}
+
+/** Injection token of the `ResolvedJobsOptions`. */
+export const JOBS_OPTIONS = Symbol('nestjs-pg-jobs:options');

@@ -1,0 +1,55 @@
+import type { EntityManager } from 'typeorm';
+
+/**
+ * What to enqueue. The seed's fields keep their meaning; `priority`, `uniqueKey` and `manager` are
+ * new.
+ *
+ * @publicApi
+ */
+export interface AddJobOptions<Payload = unknown> {
+  /** The task name to execute: a `@JobTask()` name. */
+  task: string;
+  /** JSON data handed to the task. Default `{}`. */
+  payload?: Payload;
+  /** The job does not run before this time. Default: now. */
+  waitUntil?: Date;
+  /** Retries after the first attempt. Default: the task's, else the module's `maxRetries`. */
+  maxRetries?: number;
+  /** Whether this is a scheduled (cron) job. */
+  isScheduled?: boolean;
+  /** Wake every instance now (`NOTIFY`). Default `true`; without it the job waits for a poll. */
+  notify?: boolean;
+  /** Return a `promise` that settles when the job ends, on whichever instance it runs. */
+  promise?: boolean;
+  /** Higher runs first; equal priorities run first-in, first-out. Integer, default 0. */
+  priority?: number;
+  /**
+   * At most one pending job per key: adding a job whose key is already pending returns the
+   * pending job's id (with `deduplicated: true`) instead of inserting. The key is free again once
+   * the job starts.
+   */
+  uniqueKey?: string;
+  /**
+   * Enqueue inside this TypeORM transaction: the job exists (and is notified) only if it commits.
+   * The manager must belong to the same database as the module.
+   */
+  manager?: EntityManager;
+}
+
+/**
+ * What `addJob` returns.
+ *
+ * @publicApi
+ */
+export interface AddedJob {
+  /** The job's id. */
+  id: string;
+  /** `true` when `uniqueKey` matched a pending job, whose id this is. */
+  deduplicated: boolean;
+  /**
+   * With `promise: true`: resolves when the job completes, rejects with `JobFailedError` when it
+   * fails with no retries left, `JobCancelledError` when it is cancelled, or
+   * `JobPromiseTimeoutError` after `promiseTimeout`.
+   */
+  promise?: Promise<void>;
+}

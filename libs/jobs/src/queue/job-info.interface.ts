@@ -1,0 +1,32 @@
+/**
+ * Where a job is: `pending` in the queue (also between retries), `active` on an instance, or
+ * ended.
+ *
+ * @publicApi
+ */
+export type JobState = 'pending' | 'active' | 'completed' | 'failed' | 'interrupted' | 'cancelled';
+
+/**
+ * A job as `getJob` reports it.
+ *
+ * @publicApi
+ */
+export interface JobInfo {
+  id: string;
+  task: string;
+  state: JobState;
+  payload: unknown;
+  priority: number;
+  /** Attempts started so far (0 for a job that never ran). */
+  attempt: number;
+  maxRetries: number;
+  /** When a pending job becomes due; `null` once it has been claimed. */
+  waitUntil: Date | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  completedAt: Date | null;
+  /** The error of the last failed attempt, kept while the job is retried. */
+  lastErrorMessage: string | null;
+  /** The instance that ran (or runs) the last attempt. */
+  executedBy: string | null;
+}

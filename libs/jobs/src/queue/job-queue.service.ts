@@ -1,0 +1,169 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { JobsDatabase, queryRows } from '../database/jobs-database.js';
+import type { SqlExecutor } from '../database/jobs-database.js';
+import { InvalidJobOptionsError } from '../errors/jobs.errors.js';
+import { TaskRegistry } from '../discovery/task-registry.js';
+import { JOBS_OPTIONS } from '../options/resolved-options.js';
+import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/job-events.js';
+import type { AddJobOptions, AddedJob } from './add-job-options.interface.js';
+import { CompletionWaiters } from './completion-waiters.js';
+import type { JobInfo } from './job-info.interface.js';
+import { queueSql } from './queue.sql.js';
+import type { QueueSql } from './queue.sql.js';
+import { validateJob } from './validate-job.js';
+import type { JobDefaults, ValidatedJob } from './validate-job.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Enqueues jobs and reports on them. Inject it anywhere in the app.
+ *
+ * Unlike the seed's `addJob`, nothing here swallows an error: a bad argument throws a typed error
+ * before anything is written, and a database error reaches the caller.
+ *
+ * @publicApi
+ */
+@Injectable()
+export class JobQueueService {
+  private readonly sql: QueueSql;
+  private readonly channel: string;
+  private readonly defaults: JobDefaults;
+
+  constructor(
+    @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
+    @Inject(JobsDatabase) private readonly db: JobsDatabase,
+    @Inject(TaskRegistry) registry: TaskRegistry,
+    @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
+  ) {
+    this.sql = queueSql(db.schema);
+    this.channel = channelFor(db.schema);
+    this.defaults = {
+      taskMaxRetries: (task) => registry.get(task)?.options.maxRetries,
+      isKnownTask: (task) => registry.get(task) !== undefined,
+      knownTasks: () => registry.names,
+      allowUnknownTasks: options.allowUnknownTasks,
+      maxRetries: options.maxRetries,
+    };
+  }
+
+  /** Adds one job. Throws a `JobsError` subclass on bad input; nothing is inserted then. */
+  async addJob<Payload = unknown>(options: AddJobOptions<Payload>): Promise<AddedJob> {
+    const [added] = await this.insert([options], options?.manager, options?.notify ?? true);
+    return added;
+  }
+
+  /**
+   * Adds a batch in one statement (and at most one notification). Every job is validated first:
+   * one bad job throws and none is inserted. `manager` and `notify` are taken from the first job.
+   */
+  async addJobs(jobs: readonly AddJobOptions[]): Promise<AddedJob[]> {
+    if (!Array.isArray(jobs)) throw new InvalidJobOptionsError('(jobs)', jobs, 'must be an array');
+    if (jobs.length === 0) return [];
+    const managers = new Set(jobs.map((job) => job?.manager));
+    if (managers.size > 1) {
+      throw new InvalidJobOptionsError('manager', '(several)', 'must be the same for every job of a batch');
+    }
+    return this.insert(jobs, jobs[0]?.manager, jobs.some((job) => job?.notify ?? true));
+  }
+
+  /** A job by id, pending or ended; `null` if there is none. */
+  async getJob(id: string): Promise<JobInfo | null> {
+    assertJobId(id);
+    const [row] = await this.db.query<JobInfo>(this.sql.getJob, [id]);
+    return row ?? null;
+  }
+
+  /**
+   * Cancels a pending job: it leaves the queue and its history says `cancelled`. Returns `false`
+   * when the job is not pending (unknown, running or ended): a running job is not interrupted.
+   */
+  async cancelJob(id: string): Promise<boolean> {
+    assertJobId(id);
+    const rows = await this.db.query<{ id: string }>(this.sql.cancelJob, [id, this.channel]);
+    if (rows.length === 0) return false;
+    this.waiters.settle({ id, state: 'cancelled' });
+    return true;
+  }
+
+  private async insert(
+    options: readonly AddJobOptions[],
+    manager: SqlExecutor | undefined,
+    notify: boolean,
+  ): Promise<AddedJob[]> {
+    const jobs = options.map((job) => validateJob(job, this.defaults));
+    const promises = new Map(jobs.filter((job) => job.awaited).map((job) => [job.id, this.waiters.wait(job.id)]));
+    try {
+      const inserted = await this.insertRows(manager ?? this.db.pool, jobs, notify);
+      return jobs.map((job) => {
+        const id = inserted.get(job) ?? job.id;
+        const deduplicated = id !== job.id;
+        if (deduplicated) {
+          this.waiters.forget(job.id);
+          promises.get(job.id)?.catch(() => undefined);
+        }
+        const promise = deduplicated && job.awaited ? this.waiters.wait(id) : promises.get(job.id);
+        return promise ? { id, deduplicated, promise } : { id, deduplicated };
+      });
+    } catch (err) {
+      for (const [id, promise] of promises) {
+        this.waiters.forget(id);
+        promise.catch(() => undefined);
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Inserts the jobs; returns, for each job whose unique key was already pending, that pending
+   * job's id. A pending job found by key may start (and free its key) before we look it up, so the
+   * jobs whose key neither inserted nor matched are tried again.
+   */
+  private async insertRows(
+    executor: SqlExecutor,
+    jobs: readonly ValidatedJob[],
+    notify: boolean,
+  ): Promise<Map<ValidatedJob, string>> {
+    const existing = new Map<ValidatedJob, string>();
+    let remaining = jobs;
+    for (let round = 0; remaining.length > 0; round++) {
+      const rows = await queryRows<{ id: string }>(executor, this.sql.insertJobs, [
+        remaining.map((job) => job.id),
+        remaining.map((job) => job.task),
+        remaining.map((job) => job.payload),
+        remaining.map((job) => job.priority),
+        remaining.map((job) => job.waitUntil),
+        remaining.map((job) => job.maxRetries),
+        remaining.map((job) => job.isScheduled),
+        remaining.map((job) => job.uniqueKey),
+        remaining.map((job) => job.awaited),
+        this.options.instanceId,
+        notify,
+        this.channel,
+        NEW_JOB_NOTIFICATION,
+      ]);
+      const insertedIds = new Set(rows.map((row) => row.id));
+      const conflicting = remaining.filter((job) => !insertedIds.has(job.id));
+      if (conflicting.length === 0) break;
+      if (round >= 3) {
+        throw new Error(`Could not enqueue ${conflicting.length} job(s): their unique keys kept changing hands.`);
+      }
+      const pending = await queryRows<{ id: string; uniqueKey: string }>(executor, this.sql.pendingByUniqueKey, [
+        conflicting.map((job) => job.uniqueKey),
+      ]);
+      const byKey = new Map(pending.map((row) => [row.uniqueKey, row.id]));
+      for (const job of conflicting) {
+        const id = byKey.get(job.uniqueKey!);
+        if (id) existing.set(job, id);
+      }
+      remaining = conflicting.filter((job) => !byKey.has(job.uniqueKey!));
+    }
+    return existing;
+  }
+}
+
+function assertJobId(id: unknown): void {
+  if (typeof id !== 'string' || !UUID.test(id)) {
+    throw new InvalidJobOptionsError('id', id, 'must be a job id (a UUID)');
+  }
+}

@@ -1,0 +1,79 @@
+import type { SchemaName } from '../database/schema-name.js';
+
+/**
+ * The queue's statements (enqueue, look-up, cancel), built once per schema. Every value is a
+ * parameter; the schema is the only identifier and is validated before it gets here.
+ */
+export function queueSql({ quoted: s }: SchemaName) {
+  return {
+    /**
+     * Inserts a batch (one row per array element) and, when $11 is true and something is due now,
+     * notifies in the same statement: inside a caller's transaction the notification is then
+     * delivered on commit and dropped on rollback, with no extra round trip. Conflicting unique keys
+     * are skipped; the caller looks their pending jobs up.
+     *
+     * $1 id[] $2 task[] $3 payload[] $4 priority[] $5 waitUntil[] $6 maxRetries[] $7 isScheduled[]
+     * $8 uniqueKey[] $9 awaited[] $10 createdBy $11 notify $12 channel $13 notification
+     */
+    insertJobs: `
+      WITH input AS (
+        SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[],
+                             $6::int[], $7::bool[], $8::text[], $9::bool[])
+          WITH ORDINALITY AS t(id, task, payload, priority, "waitUntil", "maxRetries", "isScheduled",
+                               "uniqueKey", awaited, position)
+      ), inserted AS (
+        INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", "maxRetries", "isScheduled",
+                               "uniqueKey", awaited, "createdBy")
+        SELECT id, task, payload, priority, COALESCE("waitUntil", now()), "maxRetries", "isScheduled",
+               "uniqueKey", awaited, $10
+        FROM input ORDER BY position
+        ON CONFLICT ("uniqueKey") WHERE "uniqueKey" IS NOT NULL DO NOTHING
+        RETURNING id, "waitUntil"
+      ), woken AS (
+        SELECT pg_notify($12, $13) WHERE $11 AND EXISTS (SELECT 1 FROM inserted WHERE "waitUntil" <= now())
+      )
+      SELECT id FROM inserted, (SELECT count(*) FROM woken) AS notified`,
+
+    pendingByUniqueKey: `SELECT id, "uniqueKey" FROM ${s}.jobs WHERE "uniqueKey" = ANY($1::text[])`,
+
+    /** A pending job (with the history of its earlier attempts, if any), else its history. */
+    getJob: `
+      SELECT j.id, j.task, 'pending' AS state, j.payload, j.priority, j.retries AS attempt,
+             j."maxRetries", j."waitUntil", j."createdAt", h."startedAt", h."completedAt",
+             h."lastErrorMessage", h."executedBy"
+      FROM ${s}.jobs j LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
+      WHERE j.id = $1
+      UNION ALL
+      SELECT h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries", NULL,
+             h."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy"
+      FROM ${s}."jobHistory" h
+      WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)`,
+
+    /** Takes a pending job out of the queue and records it cancelled, in one statement. */
+    cancelJob: `
+      WITH removed AS (
+        DELETE FROM ${s}.jobs WHERE id = $1 RETURNING *
+      ), recorded AS (
+        INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
+                                             "wasScheduled", awaited, "createdAt", "completedAt")
+        SELECT id, task, 'cancelled', payload, priority, retries, "maxRetries", "isScheduled", awaited,
+               "createdAt", now()
+        FROM removed
+        ON CONFLICT (id) DO UPDATE SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now()
+        RETURNING id, awaited
+      ), told AS (
+        SELECT pg_notify($2, json_build_object('event', 'jobCompleted', 'id', id, 'state', 'cancelled')::text)
+        FROM recorded WHERE awaited
+      )
+      SELECT id, (SELECT count(*) FROM told) AS told FROM recorded`,
+
+    /** The awaited jobs among $1 that have ended for good: what a missed notification would have said. */
+    endedJobs: `
+      SELECT h.id, h.state, h."lastErrorMessage" AS error
+      FROM ${s}."jobHistory" h
+      WHERE h.id = ANY($1::uuid[]) AND h.state <> 'active'
+        AND NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = h.id)`,
+  };
+}
+
+export type QueueSql = ReturnType<typeof queueSql>;

@@ -1,0 +1,224 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { toError } from '../common/errors.js';
+import { Tick } from '../common/tick.js';
+import { JobsDatabase } from '../database/jobs-database.js';
+import { TaskRegistry } from '../discovery/task-registry.js';
+import { JobsShutdownError } from '../errors/jobs.errors.js';
+import { channelFor } from '../notify/job-events.js';
+import { JOBS_OPTIONS } from '../options/resolved-options.js';
+import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import { CompletionWaiters } from '../queue/completion-waiters.js';
+import { runWithTimeout } from './run-with-timeout.js';
+import { runnerSql } from './runner.sql.js';
+import type { ClaimedJob, RunnerSql } from './runner.sql.js';
+
+interface RunningAttempt {
+  readonly job: ClaimedJob;
+  readonly controller: AbortController;
+  /** Set when shutdown gave the attempt back: its own ending is then no longer ours to write. */
+  released: boolean;
+}
+
+/**
+ * Claims due jobs up to this instance's capacity and runs them.
+ *
+ * Claiming is single-flight: one claim at a time, sized to the free capacity measured just before
+ * it, so notifications arriving together cannot overrun `concurrency` (the seed checked its count
+ * and then awaited, so concurrent wake-ups each claimed a full batch). A wake-up that arrives while
+ * a claim is in flight is remembered and answered with another claim once it returns.
+ *
+ * A claim that comes back full means more may be waiting: `backlog` is then set, and each attempt
+ * that ends claims again, so a busy instance stays busy without waiting for notifications.
+ */
+@Injectable()
+export class JobRunner {
+  private readonly logger = new Logger('JobsRunner');
+  private readonly running = new Map<string, RunningAttempt>();
+  private readonly sql: RunnerSql;
+  private readonly channel: string;
+  private readonly poll: Tick;
+  private claimInFlight?: Promise<void>;
+  private wakeRequested = false;
+  private backlog = false;
+  private started = false;
+  private stopping?: Promise<void>;
+  private idle?: () => void;
+
+  constructor(
+    @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
+    @Inject(JobsDatabase) private readonly db: JobsDatabase,
+    @Inject(TaskRegistry) private readonly registry: TaskRegistry,
+    @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
+  ) {
+    this.sql = runnerSql(db.schema);
+    this.channel = channelFor(db.schema);
+    this.poll = new Tick(
+      'Polling for due jobs',
+      options.pollingCheck * 1000,
+      () => this.wake(),
+      this.logger,
+    );
+  }
+
+  /** How many attempts this instance is running now. */
+  get activeCount(): number {
+    return this.running.size;
+  }
+
+  start(): void {
+    if (this.started || !this.options.runJobs) return;
+    if (this.registry.names.length === 0) {
+      this.logger.log('No @JobTask() handlers on this instance: it enqueues but runs no jobs.');
+      return;
+    }
+    this.started = true;
+    this.poll.start();
+    this.wake();
+  }
+
+  /** Asks for a claim now: on a notification, a poll, or when capacity frees up with a backlog. */
+  wake(): void {
+    if (!this.started || this.stopping) return;
+    if (this.claimInFlight) {
+      this.wakeRequested = true;
+      return;
+    }
+    this.claimInFlight = this.claimWhileCapacity().finally(() => (this.claimInFlight = undefined));
+  }
+
+  /**
+   * Stops claiming, lets running attempts finish for up to `shutdownTimeout`, then gives the rest
+   * back to the queue with their attempt unconsumed and aborts their signals. Idempotent.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.drain();
+    return this.stopping;
+  }
+
+  private async claimWhileCapacity(): Promise<void> {
+    try {
+      do {
+        this.wakeRequested = false;
+        const free = this.options.concurrency - this.running.size;
+        if (free <= 0) {
+          this.backlog = true;
+          return;
+        }
+        const jobs = await this.db.query<ClaimedJob>(this.sql.claim, [
+          free,
+          this.options.instanceId,
+          this.registry.names,
+        ]);
+        this.backlog = jobs.length === free;
+        for (const job of jobs) this.launch(job);
+      } while ((this.wakeRequested || this.backlog) && !this.stopping);
+    } catch (err) {
+      // Nothing was claimed: the statement rolled back, so the jobs are still queued. The poll retries.
+      this.logger.warn(`Claiming jobs failed: ${toError(err).message}`);
+    }
+  }
+
+  private launch(job: ClaimedJob): void {
+    const attempt: RunningAttempt = { job, controller: new AbortController(), released: false };
+    this.running.set(job.id, attempt);
+    void this.execute(attempt).finally(() => {
+      this.running.delete(job.id);
+      if (this.running.size === 0) this.idle?.();
+      if (this.backlog) this.wake();
+    });
+  }
+
+  private async execute(attempt: RunningAttempt): Promise<void> {
+    const { job, controller } = attempt;
+    const task = this.registry.get(job.task);
+    let failure: Error | undefined;
+    try {
+      if (!task) throw new Error(`No handler for task "${job.task}" on instance ${this.options.instanceId}.`);
+      const timeout = task.options.timeout ?? this.options.taskTimeout;
+      await runWithTimeout(
+        (signal) =>
+          task.handler.run(job.payload, {
+            id: job.id,
+            task: job.task,
+            attempt: job.attempt,
+            maxRetries: job.maxRetries,
+            signal,
+          }),
+        timeout,
+        controller,
+      );
+    } catch (err) {
+      failure = toError(err);
+    }
+    if (attempt.released) return;
+    try {
+      if (failure) await this.recordFailure(job, failure);
+      else await this.recordSuccess(job);
+    } catch (err) {
+      // The database refused to hear how the attempt went; the history row still says active,
+      // which is what the reaper looks for.
+      this.logger.warn(`Could not record the end of job ${job.id} (${job.task}): ${toError(err).message}`);
+    }
+  }
+
+  private async recordSuccess(job: ClaimedJob): Promise<void> {
+    const rows = await this.db.query(this.sql.complete, [job.id, this.channel, job.attempt]);
+    if (rows.length === 0) return this.reportFenced(job, 'completed');
+    this.waiters.settle({ id: job.id, state: 'completed' });
+  }
+
+  private async recordFailure(job: ClaimedJob, failure: Error): Promise<void> {
+    const rows = await this.db.query<{ retried: boolean }>(this.sql.fail, [
+      job.id,
+      this.channel,
+      job.attempt,
+      failure.message,
+      this.options.retryBackoff,
+      this.options.instanceId,
+    ]);
+    if (rows.length === 0) return this.reportFenced(job, 'failed');
+    const retried = rows[0].retried;
+    this.logger.warn(
+      `Job ${job.id} (${job.task}) failed on attempt ${job.attempt}: ${failure.message}` +
+        (retried ? '; retrying.' : '; no retries left.'),
+    );
+    if (!retried) this.waiters.settle({ id: job.id, state: 'failed', error: failure.message });
+  }
+
+  private reportFenced(job: ClaimedJob, outcome: string): void {
+    this.logger.warn(
+      `Job ${job.id} (${job.task}) ${outcome} on attempt ${job.attempt}, but that attempt is no longer the ` +
+        'active one (it was reaped or released); the result is dropped.',
+    );
+  }
+
+  private async drain(): Promise<void> {
+    await this.poll.stop();
+    // Jobs that claim brings back are launched before it resolves, so they are drained too.
+    await this.claimInFlight;
+    if (this.running.size > 0) {
+      this.logger.log(`Waiting up to ${this.options.shutdownTimeout}s for ${this.running.size} running job(s).`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.options.shutdownTimeout * 1000);
+        this.idle = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        if (this.running.size === 0) this.idle();
+      });
+    }
+    const unfinished = [...this.running.values()];
+    if (unfinished.length === 0) return;
+    for (const attempt of unfinished) {
+      attempt.released = true;
+      attempt.controller.abort(new JobsShutdownError());
+    }
+    const requeued = await this.db.query(this.sql.release, [
+      unfinished.map((attempt) => attempt.job.id),
+      unfinished.map((attempt) => attempt.job.attempt),
+      this.options.instanceId,
+      `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
+    ]);
+    this.logger.warn(`Requeued ${requeued.length} job(s) still running at shutdown.`);
+  }
+}

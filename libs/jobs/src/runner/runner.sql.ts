@@ -1,0 +1,115 @@
+import type { SchemaName } from '../database/schema-name.js';
+
+/** A claimed job, as the runner holds it while the attempt runs. */
+export interface ClaimedJob {
+  readonly id: string;
+  readonly task: string;
+  readonly payload: unknown;
+  readonly priority: number;
+  /** The attempt this claim started: the fencing token of every write that ends it. */
+  readonly attempt: number;
+  readonly maxRetries: number;
+}
+
+/**
+ * The runner's statements. Each is one round trip, and every write that ends an attempt is fenced
+ * by `(id, attempt, state = 'active')`: a write for an attempt that is no longer the job's current,
+ * active one (a reaper requeued it, shutdown released it) matches nothing and changes nothing.
+ */
+export function runnerSql({ quoted: s }: SchemaName) {
+  const notifyEnd = (row: string) =>
+    `pg_notify($2, json_build_object('event', 'jobCompleted', 'id', ${row}.id, 'state', ${row}.state,
+                                     'error', left(${row}."lastErrorMessage", 2000))::text)`;
+  return {
+    /**
+     * Claims up to $1 due jobs of the tasks $3 and records them active, atomically: one statement
+     * is one transaction, so a claim that fails leaves no history row saying the job started, and
+     * `SKIP LOCKED` lets instances claim side by side without waiting on each other.
+     *
+     * $1 limit $2 executedBy $3 task[]
+     */
+    claim: `
+      WITH claimed AS (
+        DELETE FROM ${s}.jobs
+        WHERE id IN (
+          SELECT id FROM ${s}.jobs
+          WHERE "waitUntil" <= now() AND task = ANY($3::text[])
+          ORDER BY priority DESC, "waitUntil", seq
+          LIMIT $1
+          FOR UPDATE SKIP LOCKED
+        )
+        RETURNING *
+      ), started AS (
+        INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
+                                             "wasScheduled", awaited, "executedBy", "createdAt", "startedAt")
+        SELECT id, task, 'active', payload, priority, retries + 1, "maxRetries", "isScheduled", awaited,
+               $2, "createdAt", now()
+        FROM claimed
+        ON CONFLICT (id) DO UPDATE SET
+          state = 'active', attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
+          "executedBy" = EXCLUDED."executedBy", "startedAt" = now(), "completedAt" = NULL,
+          "updatedAt" = now()
+      )
+      SELECT id, task, payload, priority, retries + 1 AS attempt, "maxRetries"
+      FROM claimed
+      ORDER BY priority DESC, "waitUntil", seq`,
+
+    /** $1 id $2 channel $3 attempt */
+    complete: `
+      WITH done AS (
+        UPDATE ${s}."jobHistory"
+        SET state = 'completed', "completedAt" = now(), "updatedAt" = now()
+        WHERE id = $1 AND attempt = $3 AND state = 'active'
+        RETURNING id, state, "lastErrorMessage", awaited
+      )
+      SELECT id, (SELECT count(*) FROM (SELECT ${notifyEnd('done')} FROM done WHERE awaited) n) AS told
+      FROM done`,
+
+    /**
+     * Records a failed attempt and, while retries remain, puts the job back with its backoff:
+     * `2^(attempt-1) * $5` seconds. Only the final failure is worth telling a waiting caller.
+     *
+     * $1 id $2 channel $3 attempt $4 error message $5 retryBackoff $6 requeuedBy
+     */
+    fail: `
+      WITH failed AS (
+        UPDATE ${s}."jobHistory"
+        SET state = 'failed', "lastErrorMessage" = $4, "completedAt" = now(), "updatedAt" = now()
+        WHERE id = $1 AND attempt = $3 AND state = 'active'
+        RETURNING *
+      ), retried AS (
+        INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
+                               "isScheduled", awaited, "createdBy", "createdAt")
+        SELECT id, task, payload, priority, now() + make_interval(secs => power(2, attempt - 1) * $5),
+               attempt, "maxRetries", "wasScheduled", awaited, $6, "createdAt"
+        FROM failed WHERE attempt <= "maxRetries"
+        RETURNING id
+      )
+      SELECT id, (SELECT count(*) FROM retried) > 0 AS retried,
+             (SELECT count(*) FROM (SELECT ${notifyEnd('failed')} FROM failed
+                                    WHERE awaited AND NOT EXISTS (SELECT 1 FROM retried)) n) AS told
+      FROM failed`,
+
+    /**
+     * Gives an attempt back unconsumed (shutdown): the job is due again at once, with the retries it
+     * had, and its history no longer says it is active.
+     *
+     * $1 id[] $2 attempt[] $3 requeuedBy $4 reason
+     */
+    release: `
+      WITH released AS (
+        UPDATE ${s}."jobHistory" h
+        SET state = 'interrupted', "lastErrorMessage" = $4, "updatedAt" = now()
+        FROM unnest($1::uuid[], $2::int[]) AS r(id, attempt)
+        WHERE h.id = r.id AND h.attempt = r.attempt AND h.state = 'active'
+        RETURNING h.*
+      )
+      INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled", awaited,
+                             "createdBy", "createdAt")
+      SELECT id, task, payload, priority, attempt - 1, "maxRetries", "wasScheduled", awaited, $3, "createdAt"
+      FROM released
+      RETURNING id`,
+  };
+}
+
+export type RunnerSql = ReturnType<typeof runnerSql>;

@@ -1,0 +1,79 @@
+import type { SchemaName } from '../database/schema-name.js';
+
+/** One schema change. Numbered and append-only: a released migration is never edited. */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: (schema: SchemaName) => string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'create the queue, history, schedule and lock tables',
+    sql: ({ quoted: s }) => `
+      CREATE TABLE ${s}.jobs (
+        id uuid PRIMARY KEY,
+        -- Insertion order: ids are random, so first-in-first-out needs a sequence of its own.
+        seq bigint GENERATED ALWAYS AS IDENTITY,
+        task text NOT NULL,
+        payload jsonb NOT NULL DEFAULT '{}',
+        priority integer NOT NULL DEFAULT 0,
+        "waitUntil" timestamptz NOT NULL DEFAULT now(),
+        retries integer NOT NULL DEFAULT 0,
+        "maxRetries" integer NOT NULL,
+        "isScheduled" boolean NOT NULL DEFAULT false,
+        "uniqueKey" text,
+        -- Someone holds a promise for this job: only then is its end worth a NOTIFY.
+        awaited boolean NOT NULL DEFAULT false,
+        "createdBy" text,
+        "createdAt" timestamptz NOT NULL DEFAULT now(),
+        "updatedAt" timestamptz NOT NULL DEFAULT now()
+      );
+      -- The claim walks this index in order: highest priority, then earliest due, then oldest.
+      CREATE INDEX jobs_claim_order ON ${s}.jobs (priority DESC, "waitUntil", seq);
+      -- A unique key holds while the job is pending; once claimed the key is free again.
+      CREATE UNIQUE INDEX jobs_unique_key ON ${s}.jobs ("uniqueKey") WHERE "uniqueKey" IS NOT NULL;
+
+      CREATE TABLE ${s}."jobHistory" (
+        id uuid PRIMARY KEY,
+        task text NOT NULL,
+        state text NOT NULL CHECK (state IN ('active', 'completed', 'failed', 'interrupted', 'cancelled')),
+        payload jsonb NOT NULL DEFAULT '{}',
+        priority integer NOT NULL DEFAULT 0,
+        -- The fencing token: every write that ends an attempt names the attempt it ends.
+        attempt integer NOT NULL,
+        "maxRetries" integer NOT NULL,
+        "wasScheduled" boolean NOT NULL DEFAULT false,
+        awaited boolean NOT NULL DEFAULT false,
+        "lastErrorMessage" text,
+        "executedBy" text,
+        "createdAt" timestamptz NOT NULL,
+        "startedAt" timestamptz,
+        "completedAt" timestamptz,
+        "updatedAt" timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX job_history_active ON ${s}."jobHistory" ("startedAt") WHERE state = 'active';
+      CREATE INDEX job_history_completed_at ON ${s}."jobHistory" ("completedAt");
+
+      CREATE TABLE ${s}."jobSchedule" (
+        id uuid PRIMARY KEY,
+        task text NOT NULL,
+        cron text NOT NULL,
+        payload jsonb NOT NULL DEFAULT '{}',
+        "createdAt" timestamptz NOT NULL DEFAULT now(),
+        "updatedAt" timestamptz NOT NULL DEFAULT now()
+      );
+
+      CREATE TABLE ${s}."jobLock" (
+        key text PRIMARY KEY,
+        "lastCheckedBy" text,
+        "lastCheckedAt" timestamptz NOT NULL DEFAULT '-infinity'
+      );
+      INSERT INTO ${s}."jobLock" (key) VALUES ('cron');
+    `,
+  },
+];
+
+/** The schema version this build of the library expects. */
+export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

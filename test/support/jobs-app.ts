@@ -1,0 +1,59 @@
+import { Test } from '@nestjs/testing';
+import type { TestingModule } from '@nestjs/testing';
+import type { Provider, Type } from '@nestjs/common';
+import { JobQueueService, JobsModule } from 'nestjs-pg-jobs';
+import type { JobsModuleOptions } from 'nestjs-pg-jobs';
+
+export interface JobsApp {
+  readonly module: TestingModule;
+  readonly queue: JobQueueService;
+  close(): Promise<void>;
+}
+
+/**
+ * Boots one instance: a Nest app with `JobsModule.forRoot` on `url` and the given task classes,
+ * as a user's app would be. Several in one test file are several instances on one database.
+ */
+export async function startJobsApp(
+  url: string,
+  setup: { tasks?: Type[]; providers?: Provider[]; options?: Partial<JobsModuleOptions> } = {},
+): Promise<JobsApp> {
+  const module = await Test.createTestingModule({
+    imports: [JobsModule.forRoot({ connection: url, ...setup.options })],
+    providers: [...(setup.tasks ?? []), ...(setup.providers ?? [])],
+  })
+    .setLogger(quietLogger)
+    .compile();
+  await module.init();
+  let closing: Promise<void> | undefined;
+  return {
+    module,
+    queue: module.get(JobQueueService),
+    close: () => (closing ??= module.close()),
+  };
+}
+
+/** Warnings and errors only: they are what a failing test needs to explain itself. */
+const quietLogger = {
+  log: () => undefined,
+  debug: () => undefined,
+  verbose: () => undefined,
+  warn: (message: unknown, context?: unknown) => process.env.JOBS_TEST_LOG && console.warn(context, message),
+  error: (message: unknown, context?: unknown) => console.error(context, message),
+};
+
+/** Polls `check` until it returns a value other than `undefined`/`false`, or fails after `timeoutMs`. */
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 10_000,
+  intervalMs = 20,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs}ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

@@ -1,0 +1,36 @@
+import pg from 'pg';
+import { createDatabase } from '../../tools/dev-database.js';
+
+export interface TestDatabase {
+  /** Connection string of this file's own database. */
+  url: string;
+  /** Runs a statement on it and returns the rows. */
+  query<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<Row[]>;
+}
+
+/**
+ * Gives the calling test file a fresh database of its own, created before its tests and dropped
+ * after them, on the server `global-setup` found.
+ */
+export function useTestDatabase(prefix = 'jobs_test'): TestDatabase {
+  let drop: (() => Promise<void>) | undefined;
+  let pool: pg.Pool | undefined;
+  const handle: TestDatabase = {
+    url: '',
+    query: async (text, values) => (await pool!.query(text, values)).rows,
+  };
+  beforeAll(async () => {
+    const serverUrl = process.env.JOBS_TEST_SERVER_URL;
+    if (!serverUrl) throw new Error('JOBS_TEST_SERVER_URL is unset: run the tests through jest.config.mjs');
+    const database = await createDatabase(serverUrl, prefix);
+    handle.url = database.url;
+    drop = database.drop;
+    pool = new pg.Pool({ connectionString: database.url, max: 3 });
+    pool.on('error', () => undefined);
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await drop?.();
+  });
+  return handle;
+}
