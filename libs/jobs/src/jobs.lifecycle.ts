@@ -14,14 +14,16 @@ import { CompletionWaiters } from './queue/completion-waiters.js';
 import { ReaperService } from './reaper/reaper.service.js';
 import { JobRunner } from './runner/job-runner.service.js';
 import { SchemaMigrator } from './schema/schema-migrator.js';
+import { WorkerPool } from './worker-pool/worker-pool.service.js';
 
 /**
  * Starts and stops the module's parts in an order that loses nothing:
  * - init: the schema is brought up to date and the task handlers are found, so a bad handler
- *   fails the boot;
+ *   fails the boot; with a `workerModule`, the pool's first thread boots it and reports its worker
+ *   tasks (an instance that runs no jobs stops the pool once it knows their names);
  * - bootstrap (the app is ready): listen, reap what a previous life left behind, then claim;
  * - before shutdown: stop claiming and drain while the connections (ours and a shared
- *   DataSource) are still open;
+ *   DataSource) are still open, then stop the worker pool;
  * - shutdown: close the connections this module owns.
  */
 @Injectable()
@@ -38,6 +40,7 @@ export class JobsLifecycle
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
     @Inject(JobRunner) private readonly runner: JobRunner,
     @Inject(ReaperService) private readonly reaper: ReaperService,
+    @Inject(WorkerPool) private readonly workerPool: WorkerPool,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -45,6 +48,7 @@ export class JobsLifecycle
     if (this.options.migrate) await migrator.migrate();
     else await migrator.assertCurrent();
     this.registry.discover();
+    if (this.workerPool.enabled) await this.startWorkerPool();
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -66,8 +70,19 @@ export class JobsLifecycle
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all([this.runner.stop(), this.reaper.stop()]);
+    await Promise.all([this.runner.stop().then(() => this.workerPool.stop()), this.reaper.stop()]);
     this.waiters.rejectAll();
+  }
+
+  private async startWorkerPool(): Promise<void> {
+    try {
+      this.registry.addWorkerTasks(await this.workerPool.start(), 'workerModule');
+    } catch (err) {
+      // A boot that fails here gets no shutdown hooks: the threads would keep the process alive.
+      await this.workerPool.stop();
+      throw err;
+    }
+    if (!this.options.runJobs) await this.workerPool.stop();
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -13,6 +13,7 @@ import { CompletionWaiters } from './queue/completion-waiters.js';
 import { JobQueueService } from './queue/job-queue.service.js';
 import { ReaperService } from './reaper/reaper.service.js';
 import { JobRunner } from './runner/job-runner.service.js';
+import { WorkerPool } from './worker-pool/worker-pool.service.js';
 
 /**
  * The job queue and scheduler on the app's PostgreSQL.
@@ -41,6 +42,7 @@ import { JobRunner } from './runner/job-runner.service.js';
     NotificationListener,
     CompletionWaiters,
     JobQueueService,
+    WorkerPool,
     JobRunner,
     ReaperService,
     JobsLifecycle,

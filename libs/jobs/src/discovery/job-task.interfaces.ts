@@ -41,4 +41,11 @@ export interface JobTaskOptions {
   maxRetries?: number;
   /** Seconds an attempt of this task may run. Default: the module's `taskTimeout`. */
   timeout?: number;
+  /**
+   * Run this task in the worker-thread pool rather than in the app's thread. The class belongs in
+   * the module named by the JobsModule option `workerModule`, which every pool thread boots: it is
+   * built there with its dependencies, and `ctx.signal` works as in-process. The payload and the
+   * return value cross threads as JSON. Default `false`.
+   */
+  worker?: boolean;
 }

@@ -1,5 +1,8 @@
 import { availableParallelism, hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { PoolConfig } from 'pg';
 import { toSchemaName } from '../database/schema-name.js';
 import { InvalidJobsOptionError } from '../errors/jobs.errors.js';
@@ -14,6 +17,10 @@ const KNOWN_OPTIONS = new Set<string>([
   'migrate',
   'instanceId',
   'workers',
+  'workerModule',
+  'workerResourceLimits',
+  'workerTimeoutGrace',
+  'workerExecArgv',
   'concurrency',
   'pollingCheck',
   'scheduledCheck',
@@ -37,7 +44,11 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
   }
   for (const key of Object.keys(options)) {
     if (!KNOWN_OPTIONS.has(key)) {
-      throw new InvalidJobsOptionError(key, (options as Record<string, unknown>)[key], 'is not an option');
+      throw new InvalidJobsOptionError(
+        key,
+        (options as Record<string, unknown>)[key],
+        'is not an option',
+      );
     }
   }
   const workers = resolveWorkers(options.workers);
@@ -47,15 +58,38 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
     migrate: flag('migrate', options.migrate, true),
     instanceId: resolveInstanceId(options.instanceId),
     workers,
+    ...resolveWorkerPool(options),
     concurrency: integer('concurrency', options.concurrency ?? workers, 1),
     pollingCheck: seconds('pollingCheck', options.pollingCheck, defaults.DEFAULT_POLLING_CHECK),
-    scheduledCheck: seconds('scheduledCheck', options.scheduledCheck, defaults.DEFAULT_SCHEDULED_CHECK),
+    scheduledCheck: seconds(
+      'scheduledCheck',
+      options.scheduledCheck,
+      defaults.DEFAULT_SCHEDULED_CHECK,
+    ),
     maxRetries: integer('maxRetries', options.maxRetries ?? defaults.DEFAULT_MAX_RETRIES, 0),
-    retryBackoff: seconds('retryBackoff', options.retryBackoff, defaults.DEFAULT_RETRY_BACKOFF, true),
+    retryBackoff: seconds(
+      'retryBackoff',
+      options.retryBackoff,
+      defaults.DEFAULT_RETRY_BACKOFF,
+      true,
+    ),
     taskTimeout: seconds('taskTimeout', options.taskTimeout, defaults.DEFAULT_TASK_TIMEOUT),
-    staleJobTimeout: seconds('staleJobTimeout', options.staleJobTimeout, defaults.DEFAULT_STALE_JOB_TIMEOUT),
-    shutdownTimeout: seconds('shutdownTimeout', options.shutdownTimeout, defaults.DEFAULT_SHUTDOWN_TIMEOUT, true),
-    promiseTimeout: seconds('promiseTimeout', options.promiseTimeout, defaults.DEFAULT_PROMISE_TIMEOUT),
+    staleJobTimeout: seconds(
+      'staleJobTimeout',
+      options.staleJobTimeout,
+      defaults.DEFAULT_STALE_JOB_TIMEOUT,
+    ),
+    shutdownTimeout: seconds(
+      'shutdownTimeout',
+      options.shutdownTimeout,
+      defaults.DEFAULT_SHUTDOWN_TIMEOUT,
+      true,
+    ),
+    promiseTimeout: seconds(
+      'promiseTimeout',
+      options.promiseTimeout,
+      defaults.DEFAULT_PROMISE_TIMEOUT,
+    ),
     allowUnknownTasks: flag('allowUnknownTasks', options.allowUnknownTasks, false),
     runJobs: flag('runJobs', options.runJobs, true),
   };
@@ -66,12 +100,20 @@ function resolveConnection(
 ): Pick<ResolvedJobsOptions, 'connection' | 'dataSource'> {
   const { connection, dataSource } = options;
   if (connection !== undefined && dataSource !== undefined) {
-    throw new InvalidJobsOptionError('dataSource', '(a DataSource)', 'cannot be combined with "connection"');
+    throw new InvalidJobsOptionError(
+      'dataSource',
+      '(a DataSource)',
+      'cannot be combined with "connection"',
+    );
   }
   if (dataSource !== undefined) {
     const type = (dataSource as { options?: { type?: unknown } })?.options?.type;
     if (type !== 'postgres') {
-      throw new InvalidJobsOptionError('dataSource', type, 'must be a TypeORM DataSource of type "postgres"');
+      throw new InvalidJobsOptionError(
+        'dataSource',
+        type,
+        'must be a TypeORM DataSource of type "postgres"',
+      );
     }
     return { dataSource };
   }
@@ -93,10 +135,76 @@ function resolveWorkers(value: unknown): number {
   return integer('workers', value, 1);
 }
 
+function resolveWorkerPool(
+  options: JobsModuleOptions,
+): Pick<
+  ResolvedJobsOptions,
+  'workerModule' | 'workerResourceLimits' | 'workerTimeoutGrace' | 'workerExecArgv'
+> {
+  const { workerModule, workerResourceLimits, workerExecArgv } = options;
+  const workerTimeoutGrace = seconds(
+    'workerTimeoutGrace',
+    options.workerTimeoutGrace,
+    defaults.DEFAULT_WORKER_TIMEOUT_GRACE,
+  );
+  if (workerResourceLimits !== undefined) {
+    const limits = workerResourceLimits as Record<string, unknown>;
+    const ok =
+      limits !== null &&
+      typeof limits === 'object' &&
+      Object.values(limits).every((value) => typeof value === 'number' && value > 0);
+    if (!ok) {
+      throw new InvalidJobsOptionError(
+        'workerResourceLimits',
+        workerResourceLimits,
+        'must be an object of positive numbers',
+      );
+    }
+  }
+  if (
+    workerExecArgv !== undefined &&
+    (!Array.isArray(workerExecArgv) || workerExecArgv.some((arg) => typeof arg !== 'string'))
+  ) {
+    throw new InvalidJobsOptionError(
+      'workerExecArgv',
+      workerExecArgv,
+      'must be an array of strings',
+    );
+  }
+  return {
+    workerModule: workerModule === undefined ? undefined : resolveWorkerModule(workerModule),
+    workerResourceLimits: workerResourceLimits && { ...workerResourceLimits },
+    workerTimeoutGrace,
+    workerExecArgv: workerExecArgv && [...workerExecArgv],
+  };
+}
+
+function resolveWorkerModule(value: unknown): { url: string; exportName?: string } {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new InvalidJobsOptionError(
+      'workerModule',
+      value,
+      'must be the path of a file exporting a Nest module',
+    );
+  }
+  const hash = value.lastIndexOf('#');
+  const location = hash > 0 ? value.slice(0, hash) : value;
+  const exportName = hash > 0 ? value.slice(hash + 1) : undefined;
+  const file = location.startsWith('file:') ? fileURLToPath(location) : resolvePath(location);
+  if (!existsSync(file)) {
+    throw new InvalidJobsOptionError('workerModule', value, `names no file (looked for ${file})`);
+  }
+  return { url: pathToFileURL(file).href, ...(exportName ? { exportName } : {}) };
+}
+
 function resolveInstanceId(value: unknown): string {
   if (value === undefined) return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   if (typeof value !== 'string' || value.length === 0 || value.length > 200) {
-    throw new InvalidJobsOptionError('instanceId', value, 'must be a non-empty string of at most 200 characters');
+    throw new InvalidJobsOptionError(
+      'instanceId',
+      value,
+      'must be a non-empty string of at most 200 characters',
+    );
   }
   return value;
 }
@@ -110,15 +218,21 @@ function integer(option: string, value: unknown, min: number): number {
 
 function seconds(option: string, value: unknown, fallback: number, zeroAllowed = false): number {
   if (value === undefined) return fallback;
-  const ok = typeof value === 'number' && Number.isFinite(value) && (zeroAllowed ? value >= 0 : value > 0);
+  const ok =
+    typeof value === 'number' && Number.isFinite(value) && (zeroAllowed ? value >= 0 : value > 0);
   if (!ok) {
-    throw new InvalidJobsOptionError(option, value, `must be a ${zeroAllowed ? 'non-negative' : 'positive'} number of seconds`);
+    throw new InvalidJobsOptionError(
+      option,
+      value,
+      `must be a ${zeroAllowed ? 'non-negative' : 'positive'} number of seconds`,
+    );
   }
   return value;
 }
 
 function flag(option: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new InvalidJobsOptionError(option, value, 'must be a boolean');
+  if (typeof value !== 'boolean')
+    throw new InvalidJobsOptionError(option, value, 'must be a boolean');
   return value;
 }

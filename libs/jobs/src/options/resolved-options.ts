@@ -1,3 +1,4 @@
+import type { ResourceLimits } from 'node:worker_threads';
 import type { PoolConfig } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { SchemaName } from '../database/schema-name.js';
@@ -10,6 +11,11 @@ export interface ResolvedJobsOptions {
   readonly migrate: boolean;
   readonly instanceId: string;
   readonly workers: number;
+  /** The `workerModule` file as a `file:` URL, and the export to boot. */
+  readonly workerModule?: { readonly url: string; readonly exportName?: string };
+  readonly workerResourceLimits?: ResourceLimits;
+  readonly workerTimeoutGrace: number;
+  readonly workerExecArgv?: readonly string[];
   readonly concurrency: number;
   readonly pollingCheck: number;
   readonly scheduledCheck: number;

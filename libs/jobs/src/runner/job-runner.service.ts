@@ -8,6 +8,7 @@ import { channelFor } from '../notify/job-events.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
+import { WorkerPool } from '../worker-pool/worker-pool.service.js';
 import { runWithTimeout } from './run-with-timeout.js';
 import { runnerSql } from './runner.sql.js';
 import type { ClaimedJob, RunnerSql } from './runner.sql.js';
@@ -49,6 +50,7 @@ export class JobRunner {
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
     @Inject(TaskRegistry) private readonly registry: TaskRegistry,
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
+    @Inject(WorkerPool) private readonly workerPool: WorkerPool,
   ) {
     this.sql = runnerSql(db.schema);
     this.channel = channelFor(db.schema);
@@ -133,20 +135,27 @@ export class JobRunner {
     const task = this.registry.get(job.task);
     let failure: Error | undefined;
     try {
-      if (!task) throw new Error(`No handler for task "${job.task}" on instance ${this.options.instanceId}.`);
+      if (!task)
+        throw new Error(
+          `No handler for task "${job.task}" on instance ${this.options.instanceId}.`,
+        );
       const timeout = task.options.timeout ?? this.options.taskTimeout;
-      await runWithTimeout(
-        (signal) =>
-          task.handler.run(job.payload, {
-            id: job.id,
-            task: job.task,
-            attempt: job.attempt,
-            maxRetries: job.maxRetries,
-            signal,
-          }),
-        timeout,
-        controller,
-      );
+      const { handler } = task;
+      // A worker task's handler lives in the pool threads, not in this one.
+      if (!handler) await this.workerPool.run(job, timeout, controller);
+      else
+        await runWithTimeout(
+          (signal) =>
+            handler.run(job.payload, {
+              id: job.id,
+              task: job.task,
+              attempt: job.attempt,
+              maxRetries: job.maxRetries,
+              signal,
+            }),
+          timeout,
+          controller,
+        );
     } catch (err) {
       failure = toError(err);
     }
@@ -157,7 +166,9 @@ export class JobRunner {
     } catch (err) {
       // The database refused to hear how the attempt went; the history row still says active,
       // which is what the reaper looks for.
-      this.logger.warn(`Could not record the end of job ${job.id} (${job.task}): ${toError(err).message}`);
+      this.logger.warn(
+        `Could not record the end of job ${job.id} (${job.task}): ${toError(err).message}`,
+      );
     }
   }
 
@@ -197,7 +208,9 @@ export class JobRunner {
     // Jobs that claim brings back are launched before it resolves, so they are drained too.
     await this.claimInFlight;
     if (this.running.size > 0) {
-      this.logger.log(`Waiting up to ${this.options.shutdownTimeout}s for ${this.running.size} running job(s).`);
+      this.logger.log(
+        `Waiting up to ${this.options.shutdownTimeout}s for ${this.running.size} running job(s).`,
+      );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, this.options.shutdownTimeout * 1000);
         this.idle = () => {

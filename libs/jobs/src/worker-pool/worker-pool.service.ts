@@ -1,0 +1,324 @@
+import type { Worker } from 'node:worker_threads';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DynamicThreadPool, FixedThreadPool } from 'poolifier';
+import { toError } from '../common/errors.js';
+import {
+  JobsShutdownError,
+  WorkerDiedError,
+  WorkerPoolBootError,
+  WorkerPoolStoppedError,
+  WorkerUnresponsiveError,
+} from '../errors/jobs.errors.js';
+import { JOBS_OPTIONS } from '../options/resolved-options.js';
+import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import { runWithTimeout } from '../runner/run-with-timeout.js';
+import { resolveWorkerEntry } from './worker-entry.js';
+import {
+  CONTROL_SIGNAL,
+  CONTROL_SLOTS,
+  CONTROL_THREAD,
+  DESCRIBE_TASKS,
+  PING_TASK,
+  RUN_TASK,
+  SIGNAL_SHUTDOWN,
+  SIGNAL_TIMEOUT,
+} from './worker-protocol.js';
+import type {
+  WorkerJobRequest,
+  WorkerTaskDescriptions,
+  WorkerThreadData,
+} from './worker-protocol.js';
+
+type Pool = FixedThreadPool<WorkerJobRequest | undefined, unknown>;
+
+/** The job fields a worker task needs. */
+export interface WorkerJob {
+  readonly id: string;
+  readonly task: string;
+  readonly payload: unknown;
+  readonly attempt: number;
+  readonly maxRetries: number;
+}
+
+/** One call into the pool that has not answered yet. */
+interface Dispatch {
+  readonly control?: Int32Array;
+  /** The thread the pool was about to hand it to, until the thread itself says it started. */
+  expectedThread?: number;
+  /** Settles the call when nothing else will: its thread died, hung, or the pool stopped. */
+  readonly fail: (err: Error) => void;
+}
+
+/** Idle threads are re-checked this often while a call waits for one. */
+const IDLE_CHECK_MS = 5;
+
+/**
+ * The poolifier thread pool that runs `@JobTask({ worker: true })` tasks, and everything poolifier
+ * 5.3.2 leaves to its user:
+ * - a call whose thread dies (`process.exit`, an asynchronous throw, out of memory) never settles
+ *   in poolifier, and `destroy()` leaves it pending; so every call here is registered, the thread
+ *   running it is known (the thread writes its id into the call's shared control array as it
+ *   starts), and the thread's `exit` fails the calls it held, with what its `error` event said;
+ * - a task gets only its data, so `ctx.signal` travels through the same control array;
+ * - poolifier hands work only to ready threads, even a busy one while a new thread boots, so calls
+ *   are sent only when a thread is idle: one job per thread, which is also what makes a death
+ *   attributable to one job.
+ *
+ * Started at module init when `workerModule` is set (one thread boots and reports the worker
+ * tasks), grown to `workers` on demand, stopped after the runner drained.
+ */
+@Injectable()
+export class WorkerPool {
+  private readonly logger = new Logger('JobsWorkerPool');
+  private pool?: Pool;
+  private readonly threadIds = new WeakMap<Worker, number>();
+  private readonly threads = new Map<number, Worker>();
+  private readonly crashes = new Map<number, Error>();
+  private readonly calls = new Set<Dispatch>();
+  private stopping?: Promise<void>;
+  private boot?: Dispatch;
+
+  constructor(@Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions) {}
+
+  get enabled(): boolean {
+    return this.options.workerModule !== undefined;
+  }
+
+  /** Starts the pool's first thread and returns the worker tasks its module provides. */
+  async start(): Promise<WorkerTaskDescriptions> {
+    const { workerModule, workers, workerResourceLimits, workerExecArgv } = this.options;
+    if (!workerModule) return [];
+    const entry = resolveWorkerEntry(workerExecArgv);
+    const workerData: WorkerThreadData = {
+      moduleUrl: workerModule.url,
+      exportName: workerModule.exportName,
+    };
+    const events = this.threadEvents();
+    const poolOptions = {
+      workerOptions: { workerData, execArgv: entry.execArgv, resourceLimits: workerResourceLimits },
+      onlineHandler(this: Worker) {
+        events.online(this);
+      },
+      errorHandler(this: Worker, err: Error) {
+        events.crashed(this, err);
+      },
+      exitHandler(this: Worker, code: number) {
+        events.exited(this, code);
+      },
+    };
+    // `DynamicThreadPool(1, 1)` throws: a single thread is a fixed pool.
+    this.pool =
+      workers === 1
+        ? new FixedThreadPool(1, entry.file, poolOptions)
+        : new DynamicThreadPool(1, workers, entry.file, poolOptions);
+    // Without a listener, a thread's uncaught error is re-thrown here and kills the host process.
+    this.pool.emitter?.on('error', (err: unknown) =>
+      this.logger.debug?.(`Pool error: ${toError(err).message}`),
+    );
+    try {
+      // Until the first thread has described its module, any thread's death is the boot's failure
+      // (a worker entry that cannot load would otherwise be restarted by poolifier forever).
+      const described = await this.call(
+        undefined,
+        DESCRIBE_TASKS,
+        undefined,
+        undefined,
+        (boot) => (this.boot = boot),
+      );
+      this.boot = undefined;
+      return described as WorkerTaskDescriptions;
+    } catch (err) {
+      this.boot = undefined;
+      await this.stop();
+      throw new WorkerPoolBootError(
+        `The workerModule ${workerModule.url} did not boot in a pool thread: ${toError(err).message}`,
+        {
+          cause: err,
+        },
+      );
+    }
+  }
+
+  /**
+   * Runs one attempt in a thread, under the two ceilings the seed had: `timeout` aborts the task's
+   * signal (and `controller` may abort it sooner, at shutdown); the thread then has
+   * `workerTimeoutGrace` to answer, after which the attempt fails as unresponsive and the thread
+   * is terminated. Settles with the abort reason once aborted, like an in-process task.
+   */
+  async run(job: WorkerJob, timeout: number, controller: AbortController): Promise<void> {
+    const control = new Int32Array(
+      new SharedArrayBuffer(CONTROL_SLOTS * Int32Array.BYTES_PER_ELEMENT),
+    );
+    const request: WorkerJobRequest = {
+      task: job.task,
+      payload: job.payload,
+      id: job.id,
+      attempt: job.attempt,
+      maxRetries: job.maxRetries,
+      timeout,
+      control: control.buffer as SharedArrayBuffer,
+    };
+    const { signal } = controller;
+    const forwardAbort = () => {
+      Atomics.store(
+        control,
+        CONTROL_SIGNAL,
+        signal.reason instanceof JobsShutdownError ? SIGNAL_SHUTDOWN : SIGNAL_TIMEOUT,
+      );
+      Atomics.notify(control, CONTROL_SIGNAL);
+    };
+    signal.addEventListener('abort', forwardAbort, { once: true });
+    let dispatch: Dispatch | undefined;
+    const answer = this.call(
+      request,
+      RUN_TASK,
+      control,
+      signal,
+      (registered) => (dispatch = registered),
+    );
+    answer.catch(() => undefined);
+    try {
+      await runWithTimeout(() => answer, timeout, controller);
+    } catch (err) {
+      if (!signal.aborted || !dispatch) throw err;
+      if (await settlesWithin(answer, this.options.workerTimeoutGrace * 1000)) throw err;
+      const threadId = threadOf(dispatch);
+      const unresponsive = new WorkerUnresponsiveError(
+        threadId,
+        timeout,
+        this.options.workerTimeoutGrace,
+      );
+      dispatch.fail(unresponsive);
+      if (threadId !== undefined) await this.terminate(threadId);
+      throw unresponsive;
+    } finally {
+      signal.removeEventListener('abort', forwardAbort);
+    }
+  }
+
+  /**
+   * Fails every call still waiting, terminates threads still busy (poolifier's `destroy()` would
+   * wait on them and leave their calls pending), then destroys the pool. Idempotent.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      const busy = new Set(
+        [...this.calls].map(threadOf).filter((id): id is number => id !== undefined),
+      );
+      for (const call of [...this.calls]) call.fail(new WorkerPoolStoppedError());
+      await Promise.all([...busy].map((id) => this.terminate(id)));
+      await this.pool
+        ?.destroy()
+        .catch((err: unknown) =>
+          this.logger.warn(`Destroying the worker pool: ${toError(err).message}`),
+        );
+    })();
+    return this.stopping;
+  }
+
+  /**
+   * Sends one task function call when a thread is idle, registered so that its thread's death or
+   * the pool's stop settles it.
+   */
+  private async call(
+    data: WorkerJobRequest | undefined,
+    name: string,
+    control?: Int32Array,
+    signal?: AbortSignal,
+    registered?: (dispatch: Dispatch) => void,
+  ): Promise<unknown> {
+    let fail!: (err: Error) => void;
+    const failed = new Promise<never>((_resolve, reject) => (fail = reject));
+    const dispatch: Dispatch = { control, fail };
+    this.calls.add(dispatch);
+    registered?.(dispatch);
+    try {
+      return await Promise.race([this.send(dispatch, data, name, signal), failed]);
+    } finally {
+      this.calls.delete(dispatch);
+    }
+  }
+
+  private async send(
+    dispatch: Dispatch,
+    data: WorkerJobRequest | undefined,
+    name: string,
+    signal?: AbortSignal,
+  ) {
+    for (;;) {
+      const pool = this.pool;
+      if (!pool || this.stopping) throw new WorkerPoolStoppedError();
+      signal?.throwIfAborted();
+      const idle = pool.workerNodes.find(
+        (node) => node.info.ready && node.usage.tasks.executing + node.usage.tasks.queued === 0,
+      );
+      if (idle) {
+        // poolifier's default strategy (least used) picks the first ready thread with the fewest
+        // tasks, and `execute` chooses synchronously: this one.
+        dispatch.expectedThread = idle.info.id;
+        return pool.execute(data, name);
+      }
+      const growing = pool.workerNodes.some((node) => !node.info.ready);
+      if (!growing && pool.workerNodes.length < this.options.workers) {
+        // poolifier adds a thread only inside `execute` when every thread is busy; the ping that
+        // makes it do so is queued on a busy thread and answers whenever that one is free.
+        pool.execute(undefined, PING_TASK).catch(() => undefined);
+      }
+      await new Promise((resolve) => setTimeout(resolve, IDLE_CHECK_MS));
+    }
+  }
+
+  private async terminate(threadId: number): Promise<void> {
+    await this.threads
+      .get(threadId)
+      ?.terminate()
+      .catch(() => undefined);
+  }
+
+  /** Handlers of poolifier's per-thread events, which it calls with the thread as `this`. */
+  private threadEvents() {
+    return {
+      online: (worker: Worker) => {
+        this.threadIds.set(worker, worker.threadId);
+        this.threads.set(worker.threadId, worker);
+      },
+      crashed: (worker: Worker, err: Error) => {
+        const id = this.threadIds.get(worker) ?? worker.threadId;
+        this.crashes.set(id, err);
+        this.logger.warn(`Worker thread ${id} crashed: ${err.message}`);
+      },
+      exited: (worker: Worker, code: number) => {
+        // `worker.threadId` is -1 once the thread is gone: use the id seen when it came online.
+        const id = this.threadIds.get(worker);
+        if (id === undefined) return;
+        this.threads.delete(id);
+        const crash = this.crashes.get(id);
+        this.crashes.delete(id);
+        this.boot?.fail(new WorkerDiedError(id, code, crash));
+        for (const call of [...this.calls]) {
+          if (threadOf(call) === id) call.fail(new WorkerDiedError(id, code, crash));
+        }
+      },
+    };
+  }
+}
+
+function threadOf(dispatch: Dispatch): number | undefined {
+  const started = dispatch.control ? Atomics.load(dispatch.control, CONTROL_THREAD) : 0;
+  return started || dispatch.expectedThread;
+}
+
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
