@@ -1,4 +1,12 @@
-import { BadRequestException, Body, Controller, Get, NotFoundException, Param, Post } from '@nestjs/common';
+import {
+  BadRequestException,
+  Body,
+  Controller,
+  Get,
+  NotFoundException,
+  Param,
+  Post,
+} from '@nestjs/common';
 import { JobQueueService } from 'nestjs-pg-jobs';
 import type { JobInfo } from 'nestjs-pg-jobs';
 

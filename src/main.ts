@@ -14,7 +14,9 @@ async function main(): Promise<void> {
   let stopDatabase = async () => undefined as unknown;
   if (!process.env.DATABASE_URL) {
     const dataDir = resolve(process.env.EXAMPLE_DATA_DIR ?? '.data/example-pg');
-    logger.log(`DATABASE_URL is not set: starting an embedded PostgreSQL with its data in ${dataDir}`);
+    logger.log(
+      `DATABASE_URL is not set: starting an embedded PostgreSQL with its data in ${dataDir}`,
+    );
     const server = await startEmbeddedPostgres(dataDir);
     process.env.DATABASE_URL = server.url;
     stopDatabase = () => server.stop();
@@ -24,16 +26,19 @@ async function main(): Promise<void> {
   app.enableShutdownHooks();
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port, '127.0.0.1');
-  logger.log(`Listening on http://127.0.0.1:${port}: POST /jobs {"name":"Ada"} enqueues a greeting, GET /jobs/:id shows it.`);
+  logger.log(
+    `Listening on http://127.0.0.1:${port}: POST /jobs {"name":"Ada"} enqueues a greeting, GET /jobs/:id shows it.`,
+  );
 
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       // Nest's shutdown hooks drain the queue first; the database goes last.
-      setImmediate(() =>
-        void app
-          .close()
-          .finally(() => stopDatabase())
-          .finally(() => process.exit(0)),
+      setImmediate(
+        () =>
+          void app
+            .close()
+            .finally(() => stopDatabase())
+            .finally(() => process.exit(0)),
       );
     });
   }

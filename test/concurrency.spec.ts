@@ -22,7 +22,10 @@ class SlowTask implements JobTaskHandler {
 }
 
 it('never runs more than `concurrency` jobs at once, even when notifications arrive together', async () => {
-  const app = await startJobsApp(db.url, { tasks: [SlowTask], options: { concurrency: 3, pollingCheck: 0.05 } });
+  const app = await startJobsApp(db.url, {
+    tasks: [SlowTask],
+    options: { concurrency: 3, pollingCheck: 0.05 },
+  });
   try {
     // One notification per job, all at once: every one of them wakes the runner.
     await Promise.all(Array.from({ length: 30 }, () => app.queue.addJob({ task: 'slow' })));

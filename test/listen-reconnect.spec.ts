@@ -8,7 +8,10 @@ let app: JobsApp;
 
 beforeAll(async () => {
   // Polling far too slow to matter: only the notification can start the job in time.
-  app = await startJobsApp(db.url, { ...recording('a'), options: { pollingCheck: 600, instanceId: 'listener-test' } });
+  app = await startJobsApp(db.url, {
+    ...recording('a'),
+    options: { pollingCheck: 600, instanceId: 'listener-test' },
+  });
 });
 afterAll(() => app?.close());
 

@@ -37,7 +37,9 @@ it('runs a job added on one instance exactly once while two instances compete fo
 
 it('runs each of 500 jobs exactly once across two instances', async () => {
   await db.query(`DELETE FROM jobs."jobHistory"`);
-  const added = await a.queue.addJobs(Array.from({ length: 500 }, (_, i) => ({ task: 'record', payload: { i } })));
+  const added = await a.queue.addJobs(
+    Array.from({ length: 500 }, (_, i) => ({ task: 'record', payload: { i } })),
+  );
   await waitFor('500 completed jobs', async () => (await completedCount()) === 500, 30_000);
   const ids = executions.map((e) => e.id);
   expect(new Set(ids).size).toBe(500);
@@ -48,7 +50,11 @@ it('runs each of 500 jobs exactly once across two instances', async () => {
 });
 
 it('resolves a promise held on one instance when the job completes on another', async () => {
-  const { id, promise } = await enqueuer.queue.addJob({ task: 'record', payload: { ms: 20 }, promise: true });
+  const { id, promise } = await enqueuer.queue.addJob({
+    task: 'record',
+    payload: { ms: 20 },
+    promise: true,
+  });
   await expect(promise).resolves.toBeUndefined();
   expect(['a', 'b']).toContain(executions.find((e) => e.id === id)?.instance);
 });

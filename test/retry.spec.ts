@@ -29,7 +29,11 @@ beforeAll(async () => {
 afterAll(() => app?.close());
 
 it('completes on attempt 3 a task that fails twice, waiting 2^retries * retryBackoff between attempts', async () => {
-  const { id, promise } = await app.queue.addJob({ task: 'flaky', payload: { failures: 2 }, promise: true });
+  const { id, promise } = await app.queue.addJob({
+    task: 'flaky',
+    payload: { failures: 2 },
+    promise: true,
+  });
   await promise;
   const job = await app.queue.getJob(id);
   expect(job).toMatchObject({ state: 'completed', attempt: 3 });
@@ -44,13 +48,20 @@ it('completes on attempt 3 a task that fails twice, waiting 2^retries * retryBac
 });
 
 it('ends failed after maxRetries a task that always fails, keeping its last error in history', async () => {
-  const { id } = await app.queue.addJob({ task: 'flaky', payload: { failures: 99 }, maxRetries: 1 });
+  const { id } = await app.queue.addJob({
+    task: 'flaky',
+    payload: { failures: 99 },
+    maxRetries: 1,
+  });
   const job = await waitFor('the job to fail for good', async () => {
     const info = await app.queue.getJob(id);
     return info?.state === 'failed' && info;
   });
   expect(job).toMatchObject({ attempt: 2, maxRetries: 1, lastErrorMessage: 'attempt 2 failed' });
   expect(starts.get(id)).toHaveLength(2);
-  const [queued] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs.jobs WHERE id = $1`, [id]);
+  const [queued] = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM jobs.jobs WHERE id = $1`,
+    [id],
+  );
   expect(queued.n).toBe(0);
 });

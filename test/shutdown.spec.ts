@@ -46,7 +46,10 @@ it('puts a job that outlasts shutdownTimeout back in the queue without consuming
   const next = await startJobsApp(db.url, { tasks: [SleepTask], options: { pollingCheck: 0.1 } });
   try {
     await db.query(`UPDATE jobs.jobs SET payload = '{"ms": 1}' WHERE id = $1`, [id]);
-    await waitFor('the requeued job to complete', async () => (await next.queue.getJob(id))?.state === 'completed');
+    await waitFor(
+      'the requeued job to complete',
+      async () => (await next.queue.getJob(id))?.state === 'completed',
+    );
     expect((await next.queue.getJob(id))?.attempt).toBe(1);
   } finally {
     await next.close();

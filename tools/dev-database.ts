@@ -75,10 +75,9 @@ export async function createDatabase(
   return {
     url: url.toString(),
     name,
-    drop: () =>
-      withClient(serverUrl, (client) =>
-        client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
-      ),
+    drop: async () => {
+      await withClient(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+    },
   };
 }
 

@@ -23,7 +23,13 @@ export class RecordTask implements JobTaskHandler<{ ms?: number; fail?: string }
   constructor(@Inject(INSTANCE_NAME) private readonly instance: string) {}
 
   async run(payload: { ms?: number; fail?: string }, ctx: JobContext): Promise<void> {
-    executions.push({ id: ctx.id, instance: this.instance, attempt: ctx.attempt, payload, startedAt: Date.now() });
+    executions.push({
+      id: ctx.id,
+      instance: this.instance,
+      attempt: ctx.attempt,
+      payload,
+      startedAt: Date.now(),
+    });
     if (payload?.ms) await new Promise((resolve) => setTimeout(resolve, payload.ms));
     if (payload?.fail) throw new Error(payload.fail);
   }
