@@ -44,11 +44,19 @@ export class JobsLifecycle
   ) {}
 
   async onModuleInit(): Promise<void> {
-    const migrator = new SchemaMigrator(this.db);
-    if (this.options.migrate) await migrator.migrate();
-    else await migrator.assertCurrent();
-    this.registry.discover();
-    if (this.workerPool.enabled) await this.startWorkerPool();
+    try {
+      const migrator = new SchemaMigrator(this.db);
+      if (this.options.migrate) await migrator.migrate();
+      else await migrator.assertCurrent();
+      this.registry.discover();
+      if (this.workerPool.enabled) await this.startWorkerPool();
+    } catch (err) {
+      // Nest runs no shutdown hook for a boot that failed: the pool (and the pool's threads, which
+      // keep the process alive) would outlive the app.
+      await this.workerPool.stop();
+      await this.db.close();
+      throw err;
+    }
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -75,13 +83,7 @@ export class JobsLifecycle
   }
 
   private async startWorkerPool(): Promise<void> {
-    try {
-      this.registry.addWorkerTasks(await this.workerPool.start(), 'workerModule');
-    } catch (err) {
-      // A boot that fails here gets no shutdown hooks: the threads would keep the process alive.
-      await this.workerPool.stop();
-      throw err;
-    }
+    this.registry.addWorkerTasks(await this.workerPool.start(), 'workerModule');
     if (!this.options.runJobs) await this.workerPool.stop();
   }
 
