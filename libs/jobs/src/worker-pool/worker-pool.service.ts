@@ -18,7 +18,6 @@ import {
   CONTROL_SLOTS,
   CONTROL_THREAD,
   DESCRIBE_TASKS,
-  PING_TASK,
   RUN_TASK,
   SIGNAL_SHUTDOWN,
   SIGNAL_TIMEOUT,
@@ -249,20 +248,19 @@ export class WorkerPool {
       const pool = this.pool;
       if (!pool || this.stopping) throw new WorkerPoolStoppedError();
       signal?.throwIfAborted();
-      const idle = pool.workerNodes.find(
+      const nodes = pool.workerNodes;
+      const idle = nodes.find(
         (node) => node.info.ready && node.usage.tasks.executing + node.usage.tasks.queued === 0,
       );
-      if (idle) {
-        // poolifier's default strategy (least used) picks the first ready thread with the fewest
-        // tasks, and `execute` chooses synchronously: this one.
-        dispatch.expectedThread = idle.info.id;
-        return pool.execute(data, name);
-      }
-      const growing = pool.workerNodes.some((node) => !node.info.ready);
-      if (!growing && pool.workerNodes.length < this.options.workers) {
-        // poolifier adds a thread only inside `execute` when every thread is busy; the ping that
-        // makes it do so is queued on a busy thread and answers whenever that one is free.
-        pool.execute(undefined, PING_TASK).catch(() => undefined);
+      if (idle || nodes.length < this.options.workers) {
+        // `execute` chooses synchronously, with poolifier's default strategy (least used): the first
+        // idle thread, or else (every thread busy) a thread it adds, which counts as ready at once
+        // and runs the task as soon as it has booted.
+        const answer = pool.execute(data, name).catch((thrown: unknown) => {
+          throw fromThread(thrown);
+        });
+        dispatch.expectedThread = (idle ?? pool.workerNodes.at(-1))?.info.id;
+        return answer;
       }
       await new Promise((resolve) => setTimeout(resolve, IDLE_CHECK_MS));
     }
@@ -301,6 +299,24 @@ export class WorkerPool {
       },
     };
   }
+}
+
+/**
+ * A task's error, structured-cloned out of its thread. Its prototype is the receiving realm's
+ * `Error`, which is not the caller's under a VM sandbox (Jest), so it is rebuilt from its fields.
+ */
+function fromThread(thrown: unknown): Error {
+  if (thrown instanceof Error) return thrown;
+  const { message, name, stack } = (thrown ?? {}) as {
+    message?: unknown;
+    name?: unknown;
+    stack?: unknown;
+  };
+  if (typeof message !== 'string') return toError(thrown);
+  const err = new Error(message, { cause: thrown });
+  if (typeof name === 'string') err.name = name;
+  if (typeof stack === 'string') err.stack = stack;
+  return err;
 }
 
 function threadOf(dispatch: Dispatch): number | undefined {

@@ -9,8 +9,6 @@ import type { JobTaskOptions } from '../discovery/job-task.interfaces.js';
 /** Names of the task functions every pool thread registers. */
 export const RUN_TASK = 'run';
 export const DESCRIBE_TASKS = 'describe';
-/** A no-op: sent only to make poolifier add a thread (see `WorkerPool`). */
-export const PING_TASK = 'ping';
 
 /** Slots of a job's control array (`Int32Array` over `WorkerJobRequest.control`). */
 export const CONTROL_THREAD = 0;

@@ -15,7 +15,6 @@ import {
   CONTROL_SIGNAL,
   CONTROL_THREAD,
   DESCRIBE_TASKS,
-  PING_TASK,
   RUN_TASK,
   SIGNAL_ENDED,
   SIGNAL_NONE,
@@ -51,6 +50,9 @@ async function boot({ moduleUrl, exportName }: WorkerThreadData): Promise<Worker
   return { app, registry };
 }
 
+/** What `@Module()` defines on its class: only the keys it was given. */
+const MODULE_KEYS = ['imports', 'providers', 'controllers', 'exports'];
+
 function pickModule(exports: Record<string, unknown>, url: string, exportName?: string): Type {
   if (exportName) {
     const named = exports[exportName];
@@ -59,7 +61,8 @@ function pickModule(exports: Record<string, unknown>, url: string, exportName?: 
     return named as Type;
   }
   const modules = Object.values(exports).filter(
-    (value): value is Type => typeof value === 'function' && Reflect.hasMetadata('imports', value),
+    (value): value is Type =>
+      typeof value === 'function' && MODULE_KEYS.some((key) => Reflect.hasMetadata(key, value)),
   );
   const unique = [...new Set(modules)];
   if (unique.length !== 1) {
@@ -126,13 +129,13 @@ async function run(request: WorkerJobRequest | undefined): Promise<unknown> {
 }
 
 new ThreadWorker(
-  { [RUN_TASK]: run, [DESCRIBE_TASKS]: describe, [PING_TASK]: () => null },
+  { [RUN_TASK]: run, [DESCRIBE_TASKS]: describe },
   {
-    // Threads are retired by the pool (dynamic ones after a minute idle) or by the main thread;
-    // closing the context lets providers' shutdown hooks run.
-    killHandler: async () => {
-      const host = await booting.catch(() => undefined);
-      await host?.app.close();
+    // Threads are retired by the pool (dynamic ones after a minute idle) or at shutdown. Closing the
+    // context gives providers' shutdown hooks a chance, without making the pool wait on them:
+    // poolifier's destroy() never settles when this handler awaits the close.
+    killHandler: () => {
+      void booting.then((host) => host.app.close()).catch(() => undefined);
     },
   },
 );
