@@ -249,13 +249,19 @@ export class WorkerPool {
       if (!pool || this.stopping) throw new WorkerPoolStoppedError();
       signal?.throwIfAborted();
       const nodes = pool.workerNodes;
-      const idle = nodes.find(
-        (node) => node.info.ready && node.usage.tasks.executing + node.usage.tasks.queued === 0,
-      );
-      if (idle || nodes.length < this.options.workers) {
+      const load = (node: (typeof nodes)[number]) =>
+        node.usage.tasks.executing + node.usage.tasks.queued;
+      const idle = nodes.find((node) => node.info.ready && load(node) === 0);
+      // poolifier adds a thread only when every thread is ready and busy; a replacement for a dead
+      // one is not ready until it has booted, and meanwhile `execute` would find no thread at all.
+      const grows =
+        nodes.length > 0 &&
+        nodes.length < this.options.workers &&
+        nodes.every((node) => node.info.ready && load(node) > 0);
+      if (idle || grows) {
         // `execute` chooses synchronously, with poolifier's default strategy (least used): the first
-        // idle thread, or else (every thread busy) a thread it adds, which counts as ready at once
-        // and runs the task as soon as it has booted.
+        // idle thread, or else the thread it adds, which counts as ready at once and runs the task
+        // as soon as it has booted.
         const answer = pool.execute(data, name).catch((thrown: unknown) => {
           throw fromThread(thrown);
         });

@@ -1,0 +1,13 @@
+import 'reflect-metadata';
+import { WorkerPool } from '/work/wt-workers/libs/jobs/src/worker-pool/worker-pool.service.ts';
+const keep = setInterval(() => undefined, 1000);
+const pool = new WorkerPool({ workers: 2, workerTimeoutGrace: 1, workerModule: { url: 'file:///work/wt-workers/test/fixtures/workers/worker-tasks.module.ts' } } as any);
+const t0 = Date.now();
+const log = (...a: unknown[]) => console.log(Date.now() - t0, ...a, JSON.stringify((pool as any).pool?.workerNodes.map((n: any) => [n.info.id, n.info.ready, n.info.dynamic, n.usage.tasks.executing, n.usage.tasks.queued])));
+await pool.start(); log('started');
+const spin = (ms: number) => pool.run({ id: 'x', task: 'worker.spin', payload: { ms }, attempt: 1, maxRetries: 0 }, 50, new AbortController());
+await Promise.all([spin(200), spin(200)]); log('two');
+let t = Date.now(); await Promise.all([spin(200), spin(200), spin(200), spin(200)]); log('four', Date.now() - t);
+await pool.run({ id: 'x', task: 'worker.fail', payload: { message: 'nope' }, attempt: 1, maxRetries: 0 }, 50, new AbortController()).catch((e) => log('fail', e));
+await pool.stop(); log('stopped');
+clearInterval(keep);
