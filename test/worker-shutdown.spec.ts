@@ -1,0 +1,66 @@
+import { collectReports } from './fixtures/workers/report.js';
+import { startJobsApp, waitFor } from './support/jobs-app.js';
+import type { JobsApp } from './support/jobs-app.js';
+import { useTestDatabase } from './support/test-database.js';
+import { WORKER_TASKS_MODULE } from './support/worker-fixtures.js';
+
+const db = useTestDatabase();
+const channel = collectReports();
+afterAll(() => channel.close());
+
+function startWorkerApp(shutdownTimeout: number): Promise<JobsApp> {
+  return startJobsApp(db.url, {
+    options: {
+      workerModule: WORKER_TASKS_MODULE,
+      workers: 1,
+      pollingCheck: 0.2,
+      shutdownTimeout,
+      // Far longer than the tests' deadlines: shutdown must not wait for it.
+      workerTimeoutGrace: 120,
+    },
+  });
+}
+
+const started = (id: string) =>
+  waitFor(
+    'the worker task to start',
+    () => channel.reports.some((r) => r.id === id && r.event === 'started'),
+    30_000,
+  );
+
+async function historyOf(id: string) {
+  const [row] = await db.query(`SELECT state, attempt FROM jobs."jobHistory" WHERE id = $1`, [id]);
+  return row;
+}
+
+it('lets a running worker job finish when it can within shutdownTimeout', async () => {
+  const app = await startWorkerApp(10);
+  const { id } = await app.queue.addJob({ task: 'worker.sleep', payload: { ms: 300 } });
+  await started(id);
+  await app.close();
+  expect(await historyOf(id)).toEqual({ state: 'completed', attempt: 1 });
+}, 45_000);
+
+it('requeues a worker job that outlasts shutdownTimeout, without consuming its attempt', async () => {
+  const app = await startWorkerApp(0.3);
+  const { id } = await app.queue.addJob({ task: 'worker.sleep', payload: { ms: 60_000 } });
+  await started(id);
+  await app.close();
+  expect(await historyOf(id)).toEqual({ state: 'interrupted', attempt: 1 });
+  const [queued] = await db.query(`SELECT retries FROM jobs.jobs WHERE id = $1`, [id]);
+  expect(queued).toEqual({ retries: 0 });
+  expect(channel.reports.some((r) => r.id === id && r.event === 'finished')).toBe(false);
+  await db.query(`DELETE FROM jobs.jobs WHERE id = $1`, [id]);
+}, 45_000);
+
+it('shuts down without waiting on a worker thread that ignores its signal, and requeues its job', async () => {
+  const app = await startWorkerApp(0.3);
+  const { id } = await app.queue.addJob({ task: 'worker.die', payload: { how: 'spin' } });
+  await started(id);
+  // The thread never yields: only terminating it lets close() return before this test's deadline.
+  await app.close();
+  expect(await historyOf(id)).toEqual({ state: 'interrupted', attempt: 1 });
+  const [queued] = await db.query(`SELECT retries FROM jobs.jobs WHERE id = $1`, [id]);
+  expect(queued).toEqual({ retries: 0 });
+  await db.query(`DELETE FROM jobs.jobs WHERE id = $1`, [id]);
+}, 45_000);
