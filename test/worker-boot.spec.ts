@@ -1,34 +1,25 @@
 import { fileURLToPath } from 'node:url';
 import { Injectable } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import type { Type } from '@nestjs/common';
 import {
   InvalidJobsOptionError,
   InvalidTaskHandlerError,
   JobTask,
-  JobsModule,
   UnknownTaskError,
   WorkerPoolBootError,
 } from 'nestjs-pg-jobs';
 import type { JobsModuleOptions } from 'nestjs-pg-jobs';
 import { startJobsApp } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
-import { WORKER_TASKS_MODULE } from './support/worker-fixtures.js';
+import { startWorkerApp, WORKER_TASKS_MODULE } from './support/worker-fixtures.js';
 
 const db = useTestDatabase();
 const BROKEN_MODULE = fileURLToPath(
   new URL('./fixtures/workers/broken.module.ts', import.meta.url),
 );
 
-async function boot(options: Partial<JobsModuleOptions>, providers: unknown[] = []) {
-  const module = await Test.createTestingModule({
-    imports: [JobsModule.forRoot({ connection: db.url, ...options } as JobsModuleOptions)],
-    providers: providers as never[],
-  })
-    .setLogger(false as never)
-    .compile();
-  await module.init();
-  return module;
-}
+const boot = (options: Partial<JobsModuleOptions>, tasks: Type[] = []) =>
+  startJobsApp(db.url, { tasks, options });
 
 describe('a bad worker option fails the boot with a message naming the option and the value', () => {
   it.each([
@@ -72,9 +63,7 @@ it('fails the boot when an in-process task and a worker task share a name', asyn
 }, 60_000);
 
 it('knows the worker task names on an instance that only enqueues, from the pool threads', async () => {
-  const app = await startJobsApp(db.url, {
-    options: { workerModule: WORKER_TASKS_MODULE, runJobs: false },
-  });
+  const app = await startWorkerApp(db.url, { runJobs: false });
   try {
     const { id } = await app.queue.addJob({ task: 'worker.greet', payload: { name: 'later' } });
     expect((await app.queue.getJob(id))?.state).toBe('pending');

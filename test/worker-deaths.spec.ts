@@ -1,24 +1,20 @@
-import { startJobsApp, waitFor } from './support/jobs-app.js';
+import { waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
-import { WORKER_TASKS_MODULE } from './support/worker-fixtures.js';
+import { startWorkerApp } from './support/worker-fixtures.js';
 
 const db = useTestDatabase();
 let app: JobsApp;
 
 beforeAll(async () => {
-  app = await startJobsApp(db.url, {
-    options: {
-      workerModule: WORKER_TASKS_MODULE,
-      workers: 2,
-      pollingCheck: 0.2,
-      retryBackoff: 0,
-      // Long enough for a replacement thread to boot from TypeScript sources under a loaded machine:
-      // the clock runs from the dispatch, as the seed's did.
-      taskTimeout: 8,
-      workerTimeoutGrace: 0.5,
-      workerResourceLimits: { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16 },
-    },
+  app = await startWorkerApp(db.url, {
+    workers: 2,
+    retryBackoff: 0,
+    // Long enough for a replacement thread to boot from TypeScript sources under a loaded machine:
+    // the clock runs from the dispatch, as the seed's did.
+    taskTimeout: 8,
+    workerTimeoutGrace: 0.5,
+    workerResourceLimits: { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16 },
   });
 }, 60_000);
 

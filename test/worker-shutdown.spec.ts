@@ -1,25 +1,15 @@
 import { collectReports } from './fixtures/workers/report.js';
-import { startJobsApp, waitFor } from './support/jobs-app.js';
-import type { JobsApp } from './support/jobs-app.js';
+import { waitFor } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
-import { WORKER_TASKS_MODULE } from './support/worker-fixtures.js';
+import { startWorkerApp } from './support/worker-fixtures.js';
 
 const db = useTestDatabase();
 const channel = collectReports();
 afterAll(() => channel.close());
 
-function startWorkerApp(shutdownTimeout: number): Promise<JobsApp> {
-  return startJobsApp(db.url, {
-    options: {
-      workerModule: WORKER_TASKS_MODULE,
-      workers: 1,
-      pollingCheck: 0.2,
-      shutdownTimeout,
-      // Far longer than the tests' deadlines: shutdown must not wait for it.
-      workerTimeoutGrace: 120,
-    },
-  });
-}
+/** `workerTimeoutGrace` far past the tests' deadlines: shutdown must not wait for it. */
+const boot = (shutdownTimeout: number) =>
+  startWorkerApp(db.url, { workers: 1, shutdownTimeout, workerTimeoutGrace: 120 });
 
 const started = (id: string) =>
   waitFor(
@@ -33,8 +23,16 @@ async function historyOf(id: string) {
   return row;
 }
 
+/** Back in the queue with its attempt unconsumed, as the core's shutdown leaves a job; then removed. */
+async function expectRequeued(id: string) {
+  expect(await historyOf(id)).toEqual({ state: 'interrupted', attempt: 1 });
+  const [queued] = await db.query(`SELECT retries FROM jobs.jobs WHERE id = $1`, [id]);
+  expect(queued).toEqual({ retries: 0 });
+  await db.query(`DELETE FROM jobs.jobs WHERE id = $1`, [id]);
+}
+
 it('lets a running worker job finish when it can within shutdownTimeout', async () => {
-  const app = await startWorkerApp(10);
+  const app = await boot(10);
   const { id } = await app.queue.addJob({ task: 'worker.sleep', payload: { ms: 300 } });
   await started(id);
   await app.close();
@@ -42,25 +40,19 @@ it('lets a running worker job finish when it can within shutdownTimeout', async 
 }, 45_000);
 
 it('requeues a worker job that outlasts shutdownTimeout, without consuming its attempt', async () => {
-  const app = await startWorkerApp(0.3);
+  const app = await boot(0.3);
   const { id } = await app.queue.addJob({ task: 'worker.sleep', payload: { ms: 60_000 } });
   await started(id);
   await app.close();
-  expect(await historyOf(id)).toEqual({ state: 'interrupted', attempt: 1 });
-  const [queued] = await db.query(`SELECT retries FROM jobs.jobs WHERE id = $1`, [id]);
-  expect(queued).toEqual({ retries: 0 });
   expect(channel.reports.some((r) => r.id === id && r.event === 'finished')).toBe(false);
-  await db.query(`DELETE FROM jobs.jobs WHERE id = $1`, [id]);
+  await expectRequeued(id);
 }, 45_000);
 
 it('shuts down without waiting on a worker thread that ignores its signal, and requeues its job', async () => {
-  const app = await startWorkerApp(0.3);
+  const app = await boot(0.3);
   const { id } = await app.queue.addJob({ task: 'worker.die', payload: { how: 'spin' } });
   await started(id);
   // The thread never yields: only terminating it lets close() return before this test's deadline.
   await app.close();
-  expect(await historyOf(id)).toEqual({ state: 'interrupted', attempt: 1 });
-  const [queued] = await db.query(`SELECT retries FROM jobs.jobs WHERE id = $1`, [id]);
-  expect(queued).toEqual({ retries: 0 });
-  await db.query(`DELETE FROM jobs.jobs WHERE id = $1`, [id]);
+  await expectRequeued(id);
 }, 45_000);

@@ -1,24 +1,16 @@
 import { threadId } from 'node:worker_threads';
 import { collectReports } from './fixtures/workers/report.js';
-import { startJobsApp, waitFor } from './support/jobs-app.js';
+import { waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
-import { WORKER_TASKS_MODULE } from './support/worker-fixtures.js';
+import { startWorkerApp } from './support/worker-fixtures.js';
 
 const db = useTestDatabase();
 const channel = collectReports();
 let app: JobsApp;
 
 beforeAll(async () => {
-  app = await startJobsApp(db.url, {
-    options: {
-      workerModule: WORKER_TASKS_MODULE,
-      workers: 2,
-      pollingCheck: 0.2,
-      retryBackoff: 0,
-      taskTimeout: 2,
-    },
-  });
+  app = await startWorkerApp(db.url, { workers: 2, retryBackoff: 0, taskTimeout: 2 });
 }, 60_000);
 
 afterAll(async () => {

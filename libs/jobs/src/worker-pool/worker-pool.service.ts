@@ -112,7 +112,7 @@ export class WorkerPool {
         : new DynamicThreadPool(1, workers, entry.file, poolOptions);
     // Without a listener, a thread's uncaught error is re-thrown here and kills the host process.
     this.pool.emitter?.on('error', (err: unknown) =>
-      this.logger.debug?.(`Pool error: ${toError(err).message}`),
+      this.logger.debug(`Pool error: ${toError(err).message}`),
     );
     try {
       // Until the first thread has described its module, any thread's death is the boot's failure
