@@ -16,11 +16,15 @@ import { resolveWorkerEntry } from './worker-entry.js';
 import {
   CONTROL_SIGNAL,
   CONTROL_SLOTS,
+  CONTROL_STARTED,
   CONTROL_THREAD,
   DESCRIBE_TASKS,
   RUN_TASK,
   SIGNAL_SHUTDOWN,
   SIGNAL_TIMEOUT,
+  STARTED_GAVE_UP,
+  STARTED_NO,
+  whenChanged,
 } from './worker-protocol.js';
 import type {
   WorkerJobRequest,
@@ -139,10 +143,11 @@ export class WorkerPool {
   }
 
   /**
-   * Runs one attempt in a thread, under the two ceilings the seed had: `timeout` aborts the task's
-   * signal (and `controller` may abort it sooner, at shutdown); the thread then has
-   * `workerTimeoutGrace` to answer, after which the attempt fails as unresponsive and the thread
-   * is terminated. Settles with the abort reason once aborted, like an in-process task.
+   * Runs one attempt in a thread, under the two ceilings the seed had: `timeout` (counted from when
+   * the thread starts the task) aborts the task's signal, and `controller` may abort it sooner, at
+   * shutdown; the thread then has `workerTimeoutGrace` to answer, after which the attempt fails as
+   * unresponsive and the thread is terminated. Settles with the abort reason once aborted, like an
+   * in-process task.
    */
   async run(job: WorkerJob, timeout: number, controller: AbortController): Promise<void> {
     const control = new Int32Array(
@@ -177,6 +182,7 @@ export class WorkerPool {
     );
     answer.catch(() => undefined);
     try {
+      await this.untilStarted(control, answer, signal, timeout);
       await runWithTimeout(() => answer, timeout, controller);
     } catch (err) {
       if (!signal.aborted || !dispatch) throw err;
@@ -192,6 +198,44 @@ export class WorkerPool {
       throw unresponsive;
     } finally {
       signal.removeEventListener('abort', forwardAbort);
+    }
+  }
+
+  /**
+   * Waits for a thread to start the task: `taskTimeout` bounds the task, not a thread's boot (which
+   * a death's replacement, or a pool growing, makes the task wait for). The wait ends early when the
+   * call settles or the attempt is aborted (shutdown), and is itself bounded by `timeout`, after
+   * which the clock starts anyway.
+   */
+  private async untilStarted(
+    control: Int32Array,
+    answer: Promise<unknown>,
+    signal: AbortSignal,
+    timeout: number,
+  ): Promise<void> {
+    let onAbort: (() => void) | undefined;
+    try {
+      await Promise.race([
+        whenChanged(control, CONTROL_STARTED, STARTED_NO, timeout * 1000),
+        answer.then(
+          () => undefined,
+          () => undefined,
+        ),
+        new Promise<void>((resolve) => {
+          onAbort = resolve;
+          if (signal.aborted) resolve();
+          else signal.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+    } finally {
+      if (onAbort) signal.removeEventListener('abort', onAbort);
+      // Releases the pending wait, which would otherwise hold a timer until `timeout`.
+      if (
+        Atomics.compareExchange(control, CONTROL_STARTED, STARTED_NO, STARTED_GAVE_UP) ===
+        STARTED_NO
+      ) {
+        Atomics.notify(control, CONTROL_STARTED);
+      }
     }
   }
 

@@ -13,7 +13,13 @@ export const DESCRIBE_TASKS = 'describe';
 /** Slots of a job's control array (`Int32Array` over `WorkerJobRequest.control`). */
 export const CONTROL_THREAD = 0;
 export const CONTROL_SIGNAL = 1;
-export const CONTROL_SLOTS = 2;
+export const CONTROL_STARTED = 2;
+export const CONTROL_SLOTS = 3;
+
+/** Values of `CONTROL_STARTED`: the thread has booted and called the handler, or nobody waits now. */
+export const STARTED_NO = 0;
+export const STARTED_YES = 1;
+export const STARTED_GAVE_UP = 2;
 
 /** Values of `CONTROL_SIGNAL`: written by the main thread (abort) or the pool thread (ended). */
 export const SIGNAL_NONE = 0;
@@ -40,9 +46,34 @@ export interface WorkerJobRequest {
   /**
    * `CONTROL_SLOTS` int32 slots. The thread stores its `threadId` in `CONTROL_THREAD` the moment it
    * starts the job (so the main thread knows whose death ends it); the main thread stores an abort
-   * reason in `CONTROL_SIGNAL` and notifies, which the thread turns into `ctx.signal`.
+   * reason in `CONTROL_SIGNAL` and notifies, which the thread turns into `ctx.signal`; the thread
+   * sets `CONTROL_STARTED` when its module has booted and the handler is called, which starts the
+   * attempt's `taskTimeout` clock.
    */
   readonly control: SharedArrayBuffer;
+}
+
+/** `Atomics.waitAsync` (Node 16+), missing from the ES2023 typings this repo compiles against. */
+export const waitAsync = (
+  Atomics as unknown as {
+    waitAsync(
+      array: Int32Array,
+      index: number,
+      value: number,
+      timeoutMs?: number,
+    ): { async: boolean; value: Promise<string> | string };
+  }
+).waitAsync;
+
+/** Resolves once `array[index]` is no longer `value` (or after `timeoutMs`). */
+export async function whenChanged(
+  array: Int32Array,
+  index: number,
+  value: number,
+  timeoutMs?: number,
+) {
+  const waiting = waitAsync(array, index, value, timeoutMs);
+  if (waiting.async) await waiting.value;
 }
 
 /** A thread's answer to `DESCRIBE_TASKS`: the worker tasks its module provides. */

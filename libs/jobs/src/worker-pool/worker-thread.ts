@@ -13,6 +13,7 @@ import { TaskRegistry } from '../discovery/task-registry.js';
 import { JobsShutdownError, JobTimeoutError } from '../errors/jobs.errors.js';
 import {
   CONTROL_SIGNAL,
+  CONTROL_STARTED,
   CONTROL_THREAD,
   DESCRIBE_TASKS,
   RUN_TASK,
@@ -20,6 +21,8 @@ import {
   SIGNAL_NONE,
   SIGNAL_SHUTDOWN,
   SIGNAL_TIMEOUT,
+  STARTED_YES,
+  whenChanged,
 } from './worker-protocol.js';
 import type {
   WorkerJobRequest,
@@ -79,17 +82,6 @@ async function describe(): Promise<WorkerTaskDescriptions> {
   return registry.names.map((name) => ({ ...registry.get(name)!.options }));
 }
 
-/** `Atomics.waitAsync` (Node 16+), missing from the ES2023 typings this repo compiles against. */
-const waitAsync = (
-  Atomics as unknown as {
-    waitAsync(
-      array: Int32Array,
-      index: number,
-      value: number,
-    ): { async: boolean; value: Promise<string> | string };
-  }
-).waitAsync;
-
 async function run(request: WorkerJobRequest | undefined): Promise<unknown> {
   if (!request) throw new Error('A worker task call needs its job.');
   const control = new Int32Array(request.control);
@@ -100,14 +92,13 @@ async function run(request: WorkerJobRequest | undefined): Promise<unknown> {
   if (!task?.handler)
     throw new Error(`No worker task "${request.task}" in workerModule (thread ${threadId}).`);
   const controller = new AbortController();
-  const waiting = waitAsync(control, CONTROL_SIGNAL, SIGNAL_NONE);
-  const onSignal = () => {
+  void whenChanged(control, CONTROL_SIGNAL, SIGNAL_NONE).then(() => {
     const code = Atomics.load(control, CONTROL_SIGNAL);
     if (code === SIGNAL_TIMEOUT) controller.abort(new JobTimeoutError(request.timeout));
     else if (code === SIGNAL_SHUTDOWN) controller.abort(new JobsShutdownError());
-  };
-  if (waiting.async) void (waiting.value as Promise<string>).then(onSignal);
-  else onSignal();
+  });
+  Atomics.store(control, CONTROL_STARTED, STARTED_YES);
+  Atomics.notify(control, CONTROL_STARTED);
   try {
     const result = await task.handler.run(request.payload, {
       id: request.id,
