@@ -41,6 +41,11 @@ export interface JobsModuleOptions {
    */
   workerTimeoutGrace?: number;
   /**
+   * Seconds a worker job may wait for a thread to boot and start it (after a thread died, or while
+   * the pool grows) before its `taskTimeout` clock starts anyway. Default 60.
+   */
+  workerStartTimeout?: number;
+  /**
    * `execArgv` of pool threads. Default: the main thread's, plus, when the library itself runs from
    * its TypeScript sources, this monorepo's TypeScript loader.
    */

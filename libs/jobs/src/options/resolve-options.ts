@@ -20,6 +20,7 @@ const KNOWN_OPTIONS = new Set<string>([
   'workerModule',
   'workerResourceLimits',
   'workerTimeoutGrace',
+  'workerStartTimeout',
   'workerExecArgv',
   'concurrency',
   'pollingCheck',
@@ -139,7 +140,11 @@ function resolveWorkerPool(
   options: JobsModuleOptions,
 ): Pick<
   ResolvedJobsOptions,
-  'workerModule' | 'workerResourceLimits' | 'workerTimeoutGrace' | 'workerExecArgv'
+  | 'workerModule'
+  | 'workerResourceLimits'
+  | 'workerTimeoutGrace'
+  | 'workerStartTimeout'
+  | 'workerExecArgv'
 > {
   const { workerModule, workerResourceLimits, workerExecArgv } = options;
   const workerTimeoutGrace = seconds(
@@ -173,6 +178,11 @@ function resolveWorkerPool(
   }
   return {
     workerModule: workerModule === undefined ? undefined : resolveWorkerModule(workerModule),
+    workerStartTimeout: seconds(
+      'workerStartTimeout',
+      options.workerStartTimeout,
+      defaults.DEFAULT_WORKER_START_TIMEOUT,
+    ),
     workerResourceLimits: workerResourceLimits && { ...workerResourceLimits },
     workerTimeoutGrace,
     workerExecArgv: workerExecArgv && [...workerExecArgv],

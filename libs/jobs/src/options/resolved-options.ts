@@ -15,6 +15,7 @@ export interface ResolvedJobsOptions {
   readonly workerModule?: { readonly url: string; readonly exportName?: string };
   readonly workerResourceLimits?: ResourceLimits;
   readonly workerTimeoutGrace: number;
+  readonly workerStartTimeout: number;
   readonly workerExecArgv?: readonly string[];
   readonly concurrency: number;
   readonly pollingCheck: number;
