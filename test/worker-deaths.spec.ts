@@ -11,8 +11,8 @@ beforeAll(async () => {
     workers: 2,
     retryBackoff: 0,
     // The clock starts once a thread has booted and started the task: a replacement's boot is not
-    // counted, so this only needs to outlast the spin test's patience.
-    taskTimeout: 2,
+    // counted. Filling the heap takes a while when the machine is busy.
+    taskTimeout: 5,
     workerTimeoutGrace: 0.5,
     workerResourceLimits: { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16 },
   });
@@ -26,7 +26,7 @@ it.each([
   ['oom', /ran out of memory \(workerResourceLimits\)/],
   [
     'spin',
-    /did not answer within 0.5s after its signal was aborted \(taskTimeout 2s\); the thread was terminated/,
+    /did not answer within 0.5s after its signal was aborted \(taskTimeout 5s\); the thread was terminated/,
   ],
 ])(
   'a thread that dies under its task (%s) fails the job with what happened; the job is retried and the pool goes on',

@@ -186,7 +186,15 @@ export class WorkerPool {
       await runWithTimeout(() => answer, timeout, controller);
     } catch (err) {
       if (!signal.aborted || !dispatch) throw err;
-      if (await settlesWithin(answer, this.options.workerTimeoutGrace * 1000)) throw err;
+      if (await settlesWithin(answer, this.options.workerTimeoutGrace * 1000)) {
+        // A thread that died in the grace says more about the attempt than its timeout does.
+        throw (
+          (await answer.then(
+            () => undefined,
+            (late: unknown) => (late instanceof WorkerDiedError ? late : undefined),
+          )) ?? err
+        );
+      }
       const threadId = threadOf(dispatch);
       const unresponsive = new WorkerUnresponsiveError(
         threadId,
