@@ -9,10 +9,14 @@ const monorepo = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'))
 const pin = (name) => monorepo.dependencies[name];
 
 rmSync(out, { recursive: true, force: true });
-execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'libs/jobs/tsconfig.lib.json'], {
-  cwd: root,
-  stdio: 'inherit',
-});
+execFileSync(
+  process.execPath,
+  ['node_modules/typescript/bin/tsc', '-p', 'libs/jobs/tsconfig.lib.json'],
+  {
+    cwd: root,
+    stdio: 'inherit',
+  },
+);
 
 const manifest = {
   name: 'nestjs-pg-jobs',

@@ -12,6 +12,7 @@ import { JOBS_OPTIONS } from './options/resolved-options.js';
 import type { ResolvedJobsOptions } from './options/resolved-options.js';
 import { CompletionWaiters } from './queue/completion-waiters.js';
 import { ReaperService } from './reaper/reaper.service.js';
+import { RetentionService } from './retention/retention.service.js';
 import { JobRunner } from './runner/job-runner.service.js';
 import { SchemaMigrator } from './schema/schema-migrator.js';
 
@@ -38,6 +39,7 @@ export class JobsLifecycle
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
     @Inject(JobRunner) private readonly runner: JobRunner,
     @Inject(ReaperService) private readonly reaper: ReaperService,
+    @Inject(RetentionService) private readonly retention: RetentionService,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -64,6 +66,7 @@ export class JobsLifecycle
     });
     await this.listener.start();
     if (this.options.runJobs) await this.reaper.start();
+    if (this.options.runJobs) this.retention.start();
     this.runner.start();
     this.logger.log(
       `Started instance ${this.options.instanceId} (schema ${this.db.schema.name}, ` +
@@ -72,7 +75,7 @@ export class JobsLifecycle
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all([this.runner.stop(), this.reaper.stop()]);
+    await Promise.all([this.runner.stop(), this.reaper.stop(), this.retention.stop()]);
     this.waiters.rejectAll();
   }
 

@@ -2,6 +2,8 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
+import { JobEvents } from './events/job-events.js';
+import { JobEventsService } from './events/job-events.service.js';
 import { JobsLifecycle } from './jobs.lifecycle.js';
 import { JOBS_MODULE_OPTIONS, JobsConfigurableModule } from './jobs.module-definition.js';
 import { NotificationListener } from './notify/notification-listener.js';
@@ -12,6 +14,7 @@ import type { ResolvedJobsOptions } from './options/resolved-options.js';
 import { CompletionWaiters } from './queue/completion-waiters.js';
 import { JobQueueService } from './queue/job-queue.service.js';
 import { ReaperService } from './reaper/reaper.service.js';
+import { RetentionService } from './retention/retention.service.js';
 import { JobRunner } from './runner/job-runner.service.js';
 
 /**
@@ -40,11 +43,14 @@ import { JobRunner } from './runner/job-runner.service.js';
     TaskRegistry,
     NotificationListener,
     CompletionWaiters,
+    JobEvents,
+    JobEventsService,
     JobQueueService,
     JobRunner,
     ReaperService,
+    RetentionService,
     JobsLifecycle,
   ],
-  exports: [JobQueueService, ReaperService],
+  exports: [JobQueueService, ReaperService, JobEventsService, RetentionService],
 })
 export class JobsModule extends JobsConfigurableModule {}

@@ -8,3 +8,7 @@ export const DEFAULT_TASK_TIMEOUT = 300;
 export const DEFAULT_STALE_JOB_TIMEOUT = 3600;
 export const DEFAULT_SHUTDOWN_TIMEOUT = 30;
 export const DEFAULT_PROMISE_TIMEOUT = 600;
+/** Seconds ended jobs stay in `jobHistory` (the seed's `historyExpiration`, as Wiki.js ships it: 25 h). */
+export const DEFAULT_HISTORY_EXPIRATION = 90000;
+/** Rows one pruning statement deletes at most. */
+export const DEFAULT_HISTORY_PRUNE_BATCH_SIZE = 1000;

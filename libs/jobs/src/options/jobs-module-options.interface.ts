@@ -41,6 +41,14 @@ export interface JobsModuleOptions {
   shutdownTimeout?: number;
   /** Seconds an `addJob({ promise: true })` caller waits before its promise rejects. Default 600. */
   promiseTimeout?: number;
+  /**
+   * Seconds an ended job (completed, failed, cancelled, interrupted for good) stays in `jobHistory`
+   * before it is pruned, in batches, on every `scheduledCheck`. Default 90000 (25 h); `0` keeps
+   * history forever.
+   */
+  historyExpiration?: number;
+  /** Rows one pruning statement deletes at most, so pruning never holds long locks. Default 1000. */
+  historyPruneBatchSize?: number;
   /** Accept `addJob` for tasks this instance has no handler for (instances that only enqueue). */
   allowUnknownTasks?: boolean;
   /** Claim and run jobs on this instance. Default `true`; `false` makes an enqueue-only instance. */

@@ -23,6 +23,8 @@ const KNOWN_OPTIONS = new Set<string>([
   'staleJobTimeout',
   'shutdownTimeout',
   'promiseTimeout',
+  'historyExpiration',
+  'historyPruneBatchSize',
   'allowUnknownTasks',
   'runJobs',
 ]);
@@ -81,6 +83,17 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
       'promiseTimeout',
       options.promiseTimeout,
       defaults.DEFAULT_PROMISE_TIMEOUT,
+    ),
+    historyExpiration: seconds(
+      'historyExpiration',
+      options.historyExpiration,
+      defaults.DEFAULT_HISTORY_EXPIRATION,
+      true,
+    ),
+    historyPruneBatchSize: integer(
+      'historyPruneBatchSize',
+      options.historyPruneBatchSize ?? defaults.DEFAULT_HISTORY_PRUNE_BATCH_SIZE,
+      1,
     ),
     allowUnknownTasks: flag('allowUnknownTasks', options.allowUnknownTasks, false),
     runJobs: flag('runJobs', options.runJobs, true),

@@ -19,6 +19,8 @@ export interface ResolvedJobsOptions {
   readonly staleJobTimeout: number;
   readonly shutdownTimeout: number;
   readonly promiseTimeout: number;
+  readonly historyExpiration: number;
+  readonly historyPruneBatchSize: number;
   readonly allowUnknownTasks: boolean;
   readonly runJobs: boolean;
 }

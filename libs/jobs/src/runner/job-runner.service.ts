@@ -4,6 +4,7 @@ import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JobsShutdownError } from '../errors/jobs.errors.js';
+import { JobEvents } from '../events/job-events.js';
 import { channelFor } from '../notify/job-events.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
@@ -49,6 +50,7 @@ export class JobRunner {
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
     @Inject(TaskRegistry) private readonly registry: TaskRegistry,
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
+    @Inject(JobEvents) private readonly events: JobEvents,
   ) {
     this.sql = runnerSql(db.schema);
     this.channel = channelFor(db.schema);
@@ -121,6 +123,7 @@ export class JobRunner {
   private launch(job: ClaimedJob): void {
     const attempt: RunningAttempt = { job, controller: new AbortController(), released: false };
     this.running.set(job.id, attempt);
+    this.events.started(job);
     void this.execute(attempt).finally(() => {
       this.running.delete(job.id);
       if (this.running.size === 0) this.idle?.();
@@ -169,6 +172,7 @@ export class JobRunner {
   private async recordSuccess(job: ClaimedJob): Promise<void> {
     const rows = await this.db.query(this.sql.complete, [job.id, this.channel, job.attempt]);
     if (rows.length === 0) return this.reportFenced(job, 'completed');
+    this.events.completed(job);
     this.waiters.settle({ id: job.id, state: 'completed' });
   }
 
@@ -183,6 +187,7 @@ export class JobRunner {
     ]);
     if (rows.length === 0) return this.reportFenced(job, 'failed');
     const retried = rows[0].retried;
+    this.events.failed(job, failure, retried);
     this.logger.warn(
       `Job ${job.id} (${job.task}) failed on attempt ${job.attempt}: ${failure.message}` +
         (retried ? '; retrying.' : '; no retries left.'),
