@@ -29,6 +29,16 @@ export interface TaskStats {
   oldestPendingAgeSeconds: number | null;
 }
 
+const COUNTS = [
+  'pending',
+  'due',
+  'active',
+  'completed',
+  'failed',
+  'interrupted',
+  'cancelled',
+] as const;
+
 /**
  * What the admin API and the dashboard read and do. Counts of ended jobs cover the history that
  * retention (`historyExpiration`) has kept.
@@ -118,9 +128,7 @@ export class JobsAdminService implements OnModuleInit {
       oldestPendingAgeSeconds: null,
     };
     for (const line of tasks) {
-      for (const key of ['pending', 'due', 'active', 'completed'] as const)
-        totals[key] += line[key];
-      for (const key of ['failed', 'interrupted', 'cancelled'] as const) totals[key] += line[key];
+      for (const key of COUNTS) totals[key] += line[key];
       if (line.oldestPendingAgeSeconds !== null) {
         totals.oldestPendingAgeSeconds = Math.max(
           totals.oldestPendingAgeSeconds ?? 0,
