@@ -117,6 +117,8 @@ th { font-weight: 600; background: #f6f7f9; } td.empty { color: #778; font-style
 .error-text, .error { color: #b3261e; } #note { min-height: 1.2rem; margin: .5rem 0; }
 svg rect.done { fill: #2e7d32; } svg rect.failed { fill: #c62828; } svg { background: #fafbfc; border: 1px solid #eceef3; }
 button { cursor: pointer; } small { color: #667; }
+.axis { display: flex; justify-content: space-between; width: 600px; color: #667; font-size: .8rem; }
+.legend-done { color: #2e7d32; } .legend-failed { color: #c62828; }
 `;
 
 export const DASHBOARD_HTML = `<!doctype html>
@@ -125,6 +127,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Jobs dashboard</title>
+<link rel="icon" href="data:,">
 <style>${STYLE}</style>
 </head>
 <body>
@@ -139,8 +142,9 @@ export const DASHBOARD_HTML = `<!doctype html>
   <div class="card">Failed<b id="total-failed">-</b></div>
   <div class="card">Oldest due job waiting<b id="total-oldest">-</b></div>
 </div>
-<h2>Throughput, last 60 minutes <small id="chart-max"></small></h2>
+<h2>Throughput, last 60 minutes <small><span class="legend-done">completed</span> / <span class="legend-failed">failed</span> per minute, <span id="chart-max"></span></small></h2>
 <svg id="chart" viewBox="0 0 600 120" width="600" height="120" role="img" aria-label="Jobs ended per minute"></svg>
+<div class="axis"><span>60 min ago</span><span>now</span></div>
 <h2>By task</h2>
 <table><thead><tr><th>Task</th><th>Pending</th><th>Due</th><th>Active</th><th>Completed</th><th>Failed</th><th>Oldest due</th></tr></thead><tbody id="tasks"></tbody></table>
 <h2>Failed</h2>
