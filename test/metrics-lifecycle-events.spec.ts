@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { JobEventsService } from 'nestjs-pg-jobs';
 import type { JobLifecycleEvent } from 'nestjs-pg-jobs';
@@ -52,7 +53,8 @@ it('filters by type with on(), and tells of a cancellation', async () => {
   expect(await cancelled).toMatchObject({ type: 'cancelled', id, task: 'flaky' });
 });
 
-it('keeps running jobs, and telling other listeners, when a listener throws', async () => {
+it('keeps running jobs, and telling other listeners, when a listener throws, and logs why', async () => {
+  const logged = jest.spyOn(console, 'error').mockImplementation(() => undefined);
   const events = app.module.get(JobEvents);
   const stopThrowing = events.listen(() => {
     throw new Error('a broken listener');
@@ -67,7 +69,12 @@ it('keeps running jobs, and telling other listeners, when a listener throws', as
     ]);
     await Promise.all(jobs.map((job) => job.promise));
     expect((await heard).map((event) => event.id).sort()).toEqual(jobs.map((j) => j.id).sort());
+    const messages = logged.mock.calls.map((call) => call.map(String).join(' '));
+    expect(messages).toContainEqual(
+      expect.stringContaining('A listener of "completed" events failed: a broken listener'),
+    );
   } finally {
     stopThrowing();
+    logged.mockRestore();
   }
 });
