@@ -30,14 +30,16 @@ export function runnerSql({ quoted: s }: SchemaName) {
      */
     claim: `
       WITH claimed AS (
+        -- = ANY(ARRAY(...)), not IN (...): the planner turns IN into a hash join over a sequential
+        -- scan of the whole queue; the array is computed once and found through the primary key.
         DELETE FROM ${s}.jobs
-        WHERE id IN (
+        WHERE id = ANY(ARRAY(
           SELECT id FROM ${s}.jobs
           WHERE "waitUntil" <= now() AND task = ANY($3::text[])
           ORDER BY priority DESC, "waitUntil", seq
           LIMIT $1
           FOR UPDATE SKIP LOCKED
-        )
+        ))
         RETURNING *
       ), started AS (
         INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
