@@ -87,19 +87,13 @@ export class JobRunner {
    */
   wake(): void {
     if (!this.started || this.stopping) return;
-    if (this.claimInFlight) {
-      this.wakeRequested = true;
-      return;
-    }
-    if (this.claimScheduled) return;
+    // A claim in flight sees this when it returns, and claims again.
+    this.wakeRequested = true;
+    if (this.claimInFlight || this.claimScheduled) return;
     this.claimScheduled = true;
     setImmediate(() => {
       this.claimScheduled = false;
-      if (this.stopping) return;
-      if (this.claimInFlight) {
-        this.wakeRequested = true;
-        return;
-      }
+      if (this.stopping || this.claimInFlight) return;
       this.claimInFlight = this.claimWhileCapacity().finally(
         () => (this.claimInFlight = undefined),
       );
