@@ -94,9 +94,11 @@ export class JobRunner {
     setImmediate(() => {
       this.claimScheduled = false;
       if (this.stopping || this.claimInFlight) return;
-      this.claimInFlight = this.claimWhileCapacity().finally(
-        () => (this.claimInFlight = undefined),
-      );
+      this.claimInFlight = this.claimWhileCapacity().finally(() => {
+        this.claimInFlight = undefined;
+        // Asked for between the claim's last look and now.
+        if (this.wakeRequested) this.wake();
+      });
     });
   }
 
@@ -127,7 +129,9 @@ export class JobRunner {
         for (const job of jobs) this.launch(job);
       } while ((this.wakeRequested || this.backlog) && !this.stopping);
     } catch (err) {
-      // Nothing was claimed: the statement rolled back, so the jobs are still queued. The poll retries.
+      // Nothing was claimed: the statement rolled back, so the jobs are still queued. The poll
+      // retries, rather than every wake-up hammering a database that is down.
+      this.wakeRequested = false;
       this.logger.warn(`Claiming jobs failed: ${toError(err).message}`);
     }
   }
