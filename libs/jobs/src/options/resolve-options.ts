@@ -1,3 +1,4 @@
+import { assertOptionsObject } from '../common/assert-options-object.js';
 import { availableParallelism, hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { PoolConfig } from 'pg';
@@ -34,18 +35,7 @@ const KNOWN_OPTIONS = new Set<string>([
  * option and the value it was given.
  */
 export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOptions {
-  if (options === null || typeof options !== 'object') {
-    throw new InvalidJobsOptionError('(options)', options, 'must be an object');
-  }
-  for (const key of Object.keys(options)) {
-    if (!KNOWN_OPTIONS.has(key)) {
-      throw new InvalidJobsOptionError(
-        key,
-        (options as Record<string, unknown>)[key],
-        'is not an option',
-      );
-    }
-  }
+  assertOptionsObject(options, KNOWN_OPTIONS, InvalidJobsOptionError);
   const workers = resolveWorkers(options.workers);
   return {
     ...resolveConnection(options),
