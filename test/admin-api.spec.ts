@@ -263,3 +263,12 @@ describe('access', () => {
     }
   });
 });
+
+it.each(['', '/', '../etc', 'a b', 'x?y'])(
+  'refuses the dashboard path %p at module build',
+  (path) => {
+    expect(() => JobsAdminModule.forRoot({ path, guard: new TokenGuard() })).toThrow(
+      /JobsAdminModule option "path" must be a URL path/,
+    );
+  },
+);

@@ -1,6 +1,6 @@
 import { Logger, Module } from '@nestjs/common';
 import type { DynamicModule } from '@nestjs/common';
-import { InvalidJobsOptionError } from '../errors/jobs.errors.js';
+import { JobsError } from '../errors/jobs.errors.js';
 import type { JobsAdminModuleOptions } from './jobs-admin-options.interface.js';
 import { createAdminController } from './jobs-admin.controller.js';
 import { JobsAdminService } from './jobs-admin.service.js';
@@ -21,11 +21,9 @@ const PATH = /^[A-Za-z0-9_.~-]+(\/[A-Za-z0-9_.~-]+)*$/;
 export class JobsAdminModule {
   static forRoot(options: JobsAdminModuleOptions = {}): DynamicModule {
     const path = (options.path ?? 'jobs-admin').replace(/^\/+|\/+$/g, '');
-    if (!PATH.test(path)) {
-      throw new InvalidJobsOptionError(
-        'JobsAdminModule path',
-        options.path,
-        'must be a URL path of letters, digits and "_.~-" segments',
+    if (!PATH.test(path) || path.split('/').some((segment) => /^\.+$/.test(segment))) {
+      throw new JobsError(
+        `JobsAdminModule option "path" must be a URL path of segments of letters, digits and "_.~-"; got ${JSON.stringify(options.path)}.`,
       );
     }
     const enabled = options.guard !== undefined || process.env.NODE_ENV === 'development';

@@ -29,6 +29,9 @@ export interface TaskStats {
   oldestPendingAgeSeconds: number | null;
 }
 
+/** A listed row carries the key it was sorted by, which the API leaves out. */
+type ListedJob = JobInfo & { sortAt?: Date };
+
 const COUNTS = [
   'pending',
   'due',
@@ -64,25 +67,12 @@ export class JobsAdminService implements OnModuleInit {
   async listJobs(query: JobListQuery): Promise<{ jobs: JobInfo[]; hasMore: boolean }> {
     const { state, task = null, limit, offset } = query;
     // One row more than asked tells whether there is a next page without counting the table.
-    const rows =
-      state === undefined
-        ? await this.db.query<JobInfo & { sortAt?: Date }>(this.sql.listAll, [
-            task,
-            limit + 1,
-            offset,
-          ])
-        : state === 'pending'
-          ? await this.db.query<JobInfo & { sortAt?: Date }>(this.sql.listPending, [
-              task,
-              limit + 1,
-              offset,
-            ])
-          : await this.db.query<JobInfo & { sortAt?: Date }>(this.sql.listHistory, [
-              state,
-              task,
-              limit + 1,
-              offset,
-            ]);
+    const page = [limit + 1, offset];
+    const rows = await (state === undefined
+      ? this.db.query<ListedJob>(this.sql.listAll, [task, ...page])
+      : state === 'pending'
+        ? this.db.query<ListedJob>(this.sql.listPending, [task, ...page])
+        : this.db.query<ListedJob>(this.sql.listHistory, [state, task, ...page]));
     const jobs = rows.slice(0, limit).map(({ sortAt: _sortAt, ...job }) => job);
     return { jobs, hasMore: rows.length > limit };
   }

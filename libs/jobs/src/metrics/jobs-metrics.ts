@@ -77,14 +77,14 @@ export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
       help: 'Jobs waiting in the queue (due or not), across all instances.',
       labelNames: ['task'],
       registers,
-      collect: gaugeCollector(this, () => this.sql?.queueDepth),
+      collect: this.collector(() => this.sql?.queueDepth),
     });
     new Gauge({
       name: `${prefix}active`,
       help: 'Jobs running now, across all instances.',
       labelNames: ['task'],
       registers,
-      collect: gaugeCollector(this, () => this.sql?.active),
+      collect: this.collector(() => this.sql?.active),
     });
   }
 
@@ -109,20 +109,29 @@ export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
     return this.registry.contentType;
   }
 
-  /** @internal Rows of one gauge's query, or `undefined` when the database cannot answer now. */
-  async read(text: string): Promise<{ task: string; n: number }[] | undefined> {
-    try {
-      return await this.db!.query<{ task: string; n: number }>(text);
-    } catch (err) {
-      // A scrape must still answer: the gauges keep their last values and the counters are current.
-      this.logger.warn(`Reading queue gauges failed: ${toError(err).message}`);
-      return undefined;
-    }
-  }
-
-  /** @internal The tasks to report a zero for when nothing of theirs is queued or running. */
-  get knownTasks(): readonly string[] {
-    return this.tasks?.names ?? [];
+  /**
+   * A gauge's `collect`: replaces its values with the query's, with a zero for every task this
+   * instance runs that has none. When the database cannot answer, the scrape still succeeds: the
+   * gauge keeps its last values and the counters are current.
+   */
+  private collector(statement: () => string | undefined) {
+    const logger = this.logger;
+    const read = (text: string) => this.db!.query<{ task: string; n: number }>(text);
+    const knownTasks = () => this.tasks?.names ?? [];
+    return async function (this: Gauge<'task'>): Promise<void> {
+      const text = statement();
+      if (!text) return;
+      let rows: { task: string; n: number }[];
+      try {
+        rows = await read(text);
+      } catch (err) {
+        logger.warn(`Reading queue gauges failed: ${toError(err).message}`);
+        return;
+      }
+      this.reset();
+      for (const task of knownTasks()) this.set({ task }, 0);
+      for (const row of rows) this.set({ task: row.task }, row.n);
+    };
   }
 
   private count(event: JobLifecycleEvent): void {
@@ -140,17 +149,4 @@ export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
         break;
     }
   }
-}
-
-/** A gauge's `collect`: replaces its values with the query's, zero for known tasks absent from it. */
-function gaugeCollector(metrics: JobsMetrics, statement: () => string | undefined) {
-  return async function (this: Gauge<'task'>): Promise<void> {
-    const text = statement();
-    if (!text) return;
-    const rows = await metrics.read(text);
-    if (!rows) return;
-    this.reset();
-    for (const task of metrics.knownTasks) this.set({ task }, 0);
-    for (const row of rows) this.set({ task: row.task }, row.n);
-  };
 }
