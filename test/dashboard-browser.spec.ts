@@ -72,7 +72,14 @@ it("shows a failed job's error, retries it on a click, and shows it completed", 
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-retried-job.png'), fullPage: true });
 
   expect(await server.queue.getJob(id)).toMatchObject({ state: 'completed', attempt: 2 });
-  expect(await page.locator('#total-completed').textContent()).toBe('1');
+  // Each panel is read by its own request: the totals catch up by the next refresh at the latest.
+  await waitFor(
+    'the totals to count the completed job',
+    async () => (await page.locator('#total-completed').textContent()) === '1',
+    UI_TIMEOUT,
+    100,
+  );
+  expect(await page.locator('#total-failed').textContent()).toBe('0');
   // No script error and no content-security-policy violation on the way.
   expect(problems).toEqual([]);
   await page.close();
