@@ -5,6 +5,7 @@ import type {
   OnApplicationShutdown,
   OnModuleInit,
 } from '@nestjs/common';
+import { CronPlannerService } from './cron/cron-planner.service.js';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
 import { NotificationListener } from './notify/notification-listener.js';
@@ -17,9 +18,10 @@ import { SchemaMigrator } from './schema/schema-migrator.js';
 
 /**
  * Starts and stops the module's parts in an order that loses nothing:
- * - init: the schema is brought up to date and the task handlers are found, so a bad handler
- *   fails the boot;
- * - bootstrap (the app is ready): listen, reap what a previous life left behind, then claim;
+ * - init: the schema is brought up to date and the task handlers and static schedules are
+ *   found, so a bad handler or schedule fails the boot;
+ * - bootstrap (the app is ready): listen, reap what a previous life left behind, plan the cron
+ *   slots (catch-up runs included), then claim;
  * - before shutdown: stop claiming and drain while the connections (ours and a shared
  *   DataSource) are still open;
  * - shutdown: close the connections this module owns.
@@ -38,6 +40,7 @@ export class JobsLifecycle
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
     @Inject(JobRunner) private readonly runner: JobRunner,
     @Inject(ReaperService) private readonly reaper: ReaperService,
+    @Inject(CronPlannerService) private readonly planner: CronPlannerService,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -45,6 +48,7 @@ export class JobsLifecycle
     if (this.options.migrate) await migrator.migrate();
     else await migrator.assertCurrent();
     this.registry.discover();
+    this.planner.prepare();
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -58,6 +62,7 @@ export class JobsLifecycle
     });
     await this.listener.start();
     if (this.options.runJobs) await this.reaper.start();
+    await this.planner.start();
     this.runner.start();
     this.logger.log(
       `Started instance ${this.options.instanceId} (schema ${this.db.schema.name}, ` +
@@ -66,7 +71,7 @@ export class JobsLifecycle
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all([this.runner.stop(), this.reaper.stop()]);
+    await Promise.all([this.runner.stop(), this.reaper.stop(), this.planner.stop()]);
     this.waiters.rejectAll();
   }
 

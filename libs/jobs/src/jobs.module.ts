@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { CronPlannerService } from './cron/cron-planner.service.js';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
 import { JobsLifecycle } from './jobs.lifecycle.js';
@@ -43,8 +44,9 @@ import { JobRunner } from './runner/job-runner.service.js';
     JobQueueService,
     JobRunner,
     ReaperService,
+    CronPlannerService,
     JobsLifecycle,
   ],
-  exports: [JobQueueService, ReaperService],
+  exports: [JobQueueService, ReaperService, CronPlannerService],
 })
 export class JobsModule extends JobsConfigurableModule {}

@@ -1,6 +1,8 @@
 import { availableParallelism, hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { PoolConfig } from 'pg';
+import { validateSchedule } from '../cron/validate-schedule.js';
+import type { ValidatedSchedule } from '../cron/validate-schedule.js';
 import { toSchemaName } from '../database/schema-name.js';
 import { InvalidJobsOptionError } from '../errors/jobs.errors.js';
 import * as defaults from './defaults.js';
@@ -25,6 +27,9 @@ const KNOWN_OPTIONS = new Set<string>([
   'promiseTimeout',
   'allowUnknownTasks',
   'runJobs',
+  'schedules',
+  'scheduleHorizon',
+  'maxPlannedSlots',
 ]);
 
 /**
@@ -58,6 +63,9 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
     promiseTimeout: seconds('promiseTimeout', options.promiseTimeout, defaults.DEFAULT_PROMISE_TIMEOUT),
     allowUnknownTasks: flag('allowUnknownTasks', options.allowUnknownTasks, false),
     runJobs: flag('runJobs', options.runJobs, true),
+    schedules: resolveSchedules(options.schedules),
+    scheduleHorizon: seconds('scheduleHorizon', options.scheduleHorizon, defaults.DEFAULT_SCHEDULE_HORIZON),
+    maxPlannedSlots: integer('maxPlannedSlots', options.maxPlannedSlots ?? defaults.DEFAULT_MAX_PLANNED_SLOTS, 1),
   };
 }
 
@@ -86,6 +94,13 @@ function resolveConnection(
     connection,
     'must be a connection string or pg pool options (or pass "dataSource")',
   );
+}
+
+/** Each schedule throws its own typed error (`InvalidCronExpressionError`, ...), naming the schedule. */
+function resolveSchedules(value: unknown): readonly ValidatedSchedule[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new InvalidJobsOptionError('schedules', value, 'must be an array of schedules');
+  return value.map((schedule) => validateSchedule(schedule, 'static'));
 }
 
 function resolveWorkers(value: unknown): number {
