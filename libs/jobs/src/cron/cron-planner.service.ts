@@ -63,7 +63,12 @@ export class CronPlannerService {
   ) {
     this.sql = cronSql(db.schema);
     this.channel = channelFor(db.schema);
-    this.tick = new Tick('Planning cron jobs', options.scheduledCheck * 1000, () => this.scheduledRound(), this.logger);
+    this.tick = new Tick(
+      'Planning cron jobs',
+      options.scheduledCheck * 1000,
+      () => this.scheduledRound(),
+      this.logger,
+    );
   }
 
   /**
@@ -115,7 +120,12 @@ export class CronPlannerService {
     const seen = new Set<string>();
     for (const schedule of schedules) {
       if (seen.has(schedule.name)) {
-        throw new InvalidScheduleError(schedule.name, 'name', schedule.name, 'is declared twice (names are unique)');
+        throw new InvalidScheduleError(
+          schedule.name,
+          'name',
+          schedule.name,
+          'is declared twice (names are unique)',
+        );
       }
       seen.add(schedule.name);
       this.assertKnownTask(schedule);
@@ -129,7 +139,9 @@ export class CronPlannerService {
       await this.syncStaticSchedules();
       await this.addScheduled();
     } catch (err) {
-      this.logger.warn(`Planning cron jobs at boot failed (retried every scheduledCheck): ${toError(err).message}`);
+      this.logger.warn(
+        `Planning cron jobs at boot failed (retried every scheduledCheck): ${toError(err).message}`,
+      );
     }
     this.tick.start();
   }
@@ -180,7 +192,9 @@ export class CronPlannerService {
       }
       const missed = this.missedSlot(schedule, now);
       if (missed && schedule.missedSlots === 'runOnce') {
-        this.logger.warn(`Schedule "${schedule.name}" missed slots; running once for ${missed.toISOString()}.`);
+        this.logger.warn(
+          `Schedule "${schedule.name}" missed slots; running once for ${missed.toISOString()}.`,
+        );
         slots.unshift(missed);
       } else if (missed) {
         this.logger.warn(
@@ -188,7 +202,8 @@ export class CronPlannerService {
         );
         if (slots.length === 0) skippedOnly.push(schedule);
       }
-      const maxRetries = this.registry.get(schedule.task)?.options.maxRetries ?? this.options.maxRetries;
+      const maxRetries =
+        this.registry.get(schedule.task)?.options.maxRetries ?? this.options.maxRetries;
       for (const slot of slots) {
         batch.schedule.push(schedule.name);
         batch.version.push(schedule.version);

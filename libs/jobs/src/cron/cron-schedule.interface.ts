@@ -56,7 +56,7 @@ export interface ScheduleInfo {
   readonly payload: unknown;
   readonly missedSlots: MissedSlotPolicy;
   readonly source: ScheduleSource;
-  /** The latest slot planned so far (`null` before the first planning round). */
+  /** The latest slot planned so far, or when the schedule was last set: later past slots were missed. */
   readonly plannedUntil: Date | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;

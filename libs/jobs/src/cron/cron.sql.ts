@@ -100,9 +100,9 @@ export function cronSql({ quoted: s }: SchemaName) {
       WHERE s.name = t.name AND s.version = t.version`,
 
     /**
-     * Creates or changes a schedule. A change bumps `version` and restarts the missed-slot mark, so
-     * the old definition's slots are neither caught up nor planned again; an identical definition
-     * changes nothing. `changed` is true only when an existing row changed.
+     * Creates or changes a schedule. Its missed-slot mark starts at now: slots before it were never
+     * owed. A change bumps `version` and restarts the mark, so the old definition's slots are
+     * neither caught up nor planned again; an identical definition changes nothing. `changed` is true only when an existing row changed.
      *
      * $1 name $2 task $3 cron $4 timezone $5 payload $6 missedSlots $7 source
      */
@@ -110,8 +110,9 @@ export function cronSql({ quoted: s }: SchemaName) {
       WITH previous AS MATERIALIZED (
         SELECT version FROM ${s}."jobSchedule" WHERE name = $1 FOR UPDATE
       ), written AS (
-        INSERT INTO ${s}."jobSchedule" AS s (id, name, task, cron, timezone, payload, "missedSlots", source)
-        VALUES (gen_random_uuid(), $1, $2, $3, $4, $5::jsonb, $6, $7)
+        INSERT INTO ${s}."jobSchedule" AS s (id, name, task, cron, timezone, payload, "missedSlots", source,
+                                             "plannedUntil")
+        VALUES (gen_random_uuid(), $1, $2, $3, $4, $5::jsonb, $6, $7, now())
         ON CONFLICT (name) DO UPDATE SET
           task = EXCLUDED.task, cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, payload = EXCLUDED.payload,
           "missedSlots" = EXCLUDED."missedSlots", source = EXCLUDED.source,

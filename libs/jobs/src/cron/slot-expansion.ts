@@ -32,8 +32,14 @@ const MAX_SKIPPED_SLOTS = 2_000;
 export function expandSlots(source: SlotSource, after: Date, until: Date, limit: number): Date[] {
   const slots: Date[] = [];
   if (limit <= 0 || until.getTime() <= after.getTime()) return slots;
-  const start = nearOffsetChange(source.timezone, after) ? new Date(after.getTime() - ANCHOR_LOOKBACK_MS) : after;
-  const iterator = CronExpressionParser.parse(source.cron, { currentDate: start, endDate: until, tz: source.timezone });
+  const start = nearOffsetChange(source.timezone, after)
+    ? new Date(after.getTime() - ANCHOR_LOOKBACK_MS)
+    : after;
+  const iterator = CronExpressionParser.parse(source.cron, {
+    currentDate: start,
+    endDate: until,
+    tz: source.timezone,
+  });
   let skipped = 0;
   while (slots.length < limit && iterator.hasNext()) {
     const slot = iterator.next().toDate();
@@ -72,5 +78,7 @@ function utcOffset(timezone: string, at: number): string {
 
 function nearOffsetChange(timezone: string, at: Date): boolean {
   const t = at.getTime();
-  return utcOffset(timezone, t - TRANSITION_WINDOW_MS) !== utcOffset(timezone, t + TRANSITION_WINDOW_MS);
+  return (
+    utcOffset(timezone, t - TRANSITION_WINDOW_MS) !== utcOffset(timezone, t + TRANSITION_WINDOW_MS)
+  );
 }

@@ -1,7 +1,15 @@
 import { CronExpressionParser } from 'cron-parser';
-import { InvalidCronExpressionError, InvalidScheduleError, InvalidTimeZoneError } from '../errors/jobs.errors.js';
+import {
+  InvalidCronExpressionError,
+  InvalidScheduleError,
+  InvalidTimeZoneError,
+} from '../errors/jobs.errors.js';
 import { serialisePayload } from '../queue/validate-job.js';
-import type { CronScheduleOptions, MissedSlotPolicy, ScheduleSource } from './cron-schedule.interface.js';
+import type {
+  CronScheduleOptions,
+  MissedSlotPolicy,
+  ScheduleSource,
+} from './cron-schedule.interface.js';
 
 /** A schedule that passed every check, ready for `jobSchedule`. */
 export interface ValidatedSchedule {
@@ -26,15 +34,24 @@ const KNOWN_KEYS = new Set<string>(['name', 'task', 'cron', 'timezone', 'payload
  * enough: it accepts `""` and four-field expressions, and reads an expression in the process's
  * zone unless told otherwise, so the field count and the zone are checked here.
  */
-export function validateSchedule(options: CronScheduleOptions, source: ScheduleSource): ValidatedSchedule {
+export function validateSchedule(
+  options: CronScheduleOptions,
+  source: ScheduleSource,
+): ValidatedSchedule {
   if (options === null || typeof options !== 'object') {
     throw new InvalidScheduleError('(schedule)', '(schedule)', options, 'must be an object');
   }
   const task = options.task;
-  const label = typeof options.name === 'string' ? options.name : typeof task === 'string' ? task : '(unnamed)';
+  const label =
+    typeof options.name === 'string' ? options.name : typeof task === 'string' ? task : '(unnamed)';
   for (const key of Object.keys(options)) {
     if (!KNOWN_KEYS.has(key)) {
-      throw new InvalidScheduleError(label, key, (options as unknown as Record<string, unknown>)[key], 'is not an option');
+      throw new InvalidScheduleError(
+        label,
+        key,
+        (options as unknown as Record<string, unknown>)[key],
+        'is not an option',
+      );
     }
   }
   if (typeof task !== 'string' || task.length === 0) {
@@ -55,7 +72,8 @@ export function validateSchedule(options: CronScheduleOptions, source: ScheduleS
 }
 
 function validateTimeZone(schedule: string, timezone: unknown): string {
-  if (typeof timezone !== 'string' || timezone.length === 0) throw new InvalidTimeZoneError(schedule, timezone);
+  if (typeof timezone !== 'string' || timezone.length === 0)
+    throw new InvalidTimeZoneError(schedule, timezone);
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: timezone });
   } catch {
@@ -65,7 +83,8 @@ function validateTimeZone(schedule: string, timezone: unknown): string {
 }
 
 function validateCronExpression(schedule: string, expression: unknown, timezone: string): string {
-  if (typeof expression !== 'string') throw new InvalidCronExpressionError(schedule, expression, 'given as a string');
+  if (typeof expression !== 'string')
+    throw new InvalidCronExpressionError(schedule, expression, 'given as a string');
   const cron = expression.trim();
   const fields = cron.split(/\s+/).filter(Boolean);
   const alias = fields.length === 1 && fields[0].startsWith('@');
@@ -76,7 +95,11 @@ function validateCronExpression(schedule: string, expression: unknown, timezone:
     // A first slot proves the expression can fire at all (`0 0 31 2 *` parses field by field).
     CronExpressionParser.parse(cron, { currentDate: new Date(), tz: timezone }).next();
   } catch (err) {
-    throw new InvalidCronExpressionError(schedule, expression, `and cron-parser refused it: ${(err as Error).message}`);
+    throw new InvalidCronExpressionError(
+      schedule,
+      expression,
+      `and cron-parser refused it: ${(err as Error).message}`,
+    );
   }
   return cron;
 }
