@@ -27,7 +27,12 @@ export class ReaperService {
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
   ) {
     this.sql = reaperSql(db.schema);
-    this.tick = new Tick('Reaping stale jobs', options.scheduledCheck * 1000, () => this.reapStaleJobs(), this.logger);
+    this.tick = new Tick(
+      'Reaping stale jobs',
+      options.scheduledCheck * 1000,
+      () => this.reapStaleJobs(),
+      this.logger,
+    );
   }
 
   /** Requeues (or, with no attempts left, ends) abandoned `active` jobs; returns how many it requeued. */
@@ -39,14 +44,18 @@ export class ReaperService {
       this.options.instanceId,
     ]);
     if (row.stranded > 0) {
-      this.logger.warn(`Found ${row.stranded} interrupted job(s), ${row.requeued} of them requeued.`);
+      this.logger.warn(
+        `Found ${row.stranded} interrupted job(s), ${row.requeued} of them requeued.`,
+      );
     }
     return row.requeued;
   }
 
   /** @internal Reaps once (before this instance claims anything), then on every `scheduledCheck`. */
   async start(): Promise<void> {
-    await this.reapStaleJobs().catch((err: Error) => this.logger.warn(`Reaping stale jobs failed: ${err.message}`));
+    await this.reapStaleJobs().catch((err: Error) =>
+      this.logger.warn(`Reaping stale jobs failed: ${err.message}`),
+    );
     this.tick.start();
   }
 

@@ -8,6 +8,7 @@ import { channelFor } from '../notify/job-events.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
+import { CompletionBatcher } from './completion-batcher.js';
 import { runWithTimeout } from './run-with-timeout.js';
 import { runnerSql } from './runner.sql.js';
 import type { ClaimedJob, RunnerSql } from './runner.sql.js';
@@ -37,7 +38,9 @@ export class JobRunner {
   private readonly sql: RunnerSql;
   private readonly channel: string;
   private readonly poll: Tick;
+  private readonly completions: CompletionBatcher;
   private claimInFlight?: Promise<void>;
+  private claimScheduled = false;
   private wakeRequested = false;
   private backlog = false;
   private started = false;
@@ -52,6 +55,7 @@ export class JobRunner {
   ) {
     this.sql = runnerSql(db.schema);
     this.channel = channelFor(db.schema);
+    this.completions = new CompletionBatcher(db, this.sql.complete, this.channel);
     this.poll = new Tick(
       'Polling for due jobs',
       options.pollingCheck * 1000,
@@ -76,14 +80,26 @@ export class JobRunner {
     this.wake();
   }
 
-  /** Asks for a claim now: on a notification, a poll, or when capacity frees up with a backlog. */
+  /**
+   * Asks for a claim: on a notification, a poll, or when capacity frees up with a backlog. The
+   * claim starts on the next turn of the event loop, once every attempt that ended in this one
+   * has given back its slot, so that one claim takes them all.
+   */
   wake(): void {
     if (!this.started || this.stopping) return;
-    if (this.claimInFlight) {
-      this.wakeRequested = true;
-      return;
-    }
-    this.claimInFlight = this.claimWhileCapacity().finally(() => (this.claimInFlight = undefined));
+    // A claim in flight sees this when it returns, and claims again.
+    this.wakeRequested = true;
+    if (this.claimInFlight || this.claimScheduled) return;
+    this.claimScheduled = true;
+    setImmediate(() => {
+      this.claimScheduled = false;
+      if (this.stopping || this.claimInFlight) return;
+      this.claimInFlight = this.claimWhileCapacity().finally(() => {
+        this.claimInFlight = undefined;
+        // Asked for between the claim's last look and now.
+        if (this.wakeRequested) this.wake();
+      });
+    });
   }
 
   /**
@@ -113,7 +129,9 @@ export class JobRunner {
         for (const job of jobs) this.launch(job);
       } while ((this.wakeRequested || this.backlog) && !this.stopping);
     } catch (err) {
-      // Nothing was claimed: the statement rolled back, so the jobs are still queued. The poll retries.
+      // Nothing was claimed: the statement rolled back, so the jobs are still queued. The poll
+      // retries, rather than every wake-up hammering a database that is down.
+      this.wakeRequested = false;
       this.logger.warn(`Claiming jobs failed: ${toError(err).message}`);
     }
   }
@@ -133,7 +151,10 @@ export class JobRunner {
     const task = this.registry.get(job.task);
     let failure: Error | undefined;
     try {
-      if (!task) throw new Error(`No handler for task "${job.task}" on instance ${this.options.instanceId}.`);
+      if (!task)
+        throw new Error(
+          `No handler for task "${job.task}" on instance ${this.options.instanceId}.`,
+        );
       const timeout = task.options.timeout ?? this.options.taskTimeout;
       await runWithTimeout(
         (signal) =>
@@ -157,13 +178,14 @@ export class JobRunner {
     } catch (err) {
       // The database refused to hear how the attempt went; the history row still says active,
       // which is what the reaper looks for.
-      this.logger.warn(`Could not record the end of job ${job.id} (${job.task}): ${toError(err).message}`);
+      this.logger.warn(
+        `Could not record the end of job ${job.id} (${job.task}): ${toError(err).message}`,
+      );
     }
   }
 
   private async recordSuccess(job: ClaimedJob): Promise<void> {
-    const rows = await this.db.query(this.sql.complete, [job.id, this.channel, job.attempt]);
-    if (rows.length === 0) return this.reportFenced(job, 'completed');
+    if (!(await this.completions.complete(job))) return this.reportFenced(job, 'completed');
     this.waiters.settle({ id: job.id, state: 'completed' });
   }
 
@@ -197,7 +219,9 @@ export class JobRunner {
     // Jobs that claim brings back are launched before it resolves, so they are drained too.
     await this.claimInFlight;
     if (this.running.size > 0) {
-      this.logger.log(`Waiting up to ${this.options.shutdownTimeout}s for ${this.running.size} running job(s).`);
+      this.logger.log(
+        `Waiting up to ${this.options.shutdownTimeout}s for ${this.running.size} running job(s).`,
+      );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, this.options.shutdownTimeout * 1000);
         this.idle = () => {
