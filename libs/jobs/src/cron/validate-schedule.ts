@@ -1,4 +1,5 @@
 import { CronExpressionParser } from 'cron-parser';
+import { assertOptionsObject } from '../common/assert-options-object.js';
 import {
   InvalidCronExpressionError,
   InvalidScheduleError,
@@ -38,22 +39,22 @@ export function validateSchedule(
   options: CronScheduleOptions,
   source: ScheduleSource,
 ): ValidatedSchedule {
-  if (options === null || typeof options !== 'object') {
-    throw new InvalidScheduleError('(schedule)', '(schedule)', options, 'must be an object');
-  }
-  const task = options.task;
+  const task = options?.task;
   const label =
-    typeof options.name === 'string' ? options.name : typeof task === 'string' ? task : '(unnamed)';
-  for (const key of Object.keys(options)) {
-    if (!KNOWN_KEYS.has(key)) {
-      throw new InvalidScheduleError(
-        label,
-        key,
-        (options as unknown as Record<string, unknown>)[key],
-        'is not an option',
-      );
-    }
-  }
+    typeof options?.name === 'string'
+      ? options.name
+      : typeof task === 'string'
+        ? task
+        : '(unnamed)';
+  assertOptionsObject(
+    options,
+    KNOWN_KEYS,
+    class extends InvalidScheduleError {
+      constructor(field: string, value: unknown, expectation: string) {
+        super(label, field, value, expectation);
+      }
+    },
+  );
   if (typeof task !== 'string' || task.length === 0) {
     throw new InvalidScheduleError(label, 'task', task, 'must be a non-empty task name');
   }

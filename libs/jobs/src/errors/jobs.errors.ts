@@ -75,7 +75,9 @@ export class InvalidScheduleError extends JobsError {
     readonly value: unknown,
     expectation: string,
   ) {
-    super(`Schedule ${JSON.stringify(schedule)}: "${field}" ${expectation}; got ${describe(value)}. Nothing was written.`);
+    super(
+      `Schedule ${JSON.stringify(schedule)}: "${field}" ${expectation}; got ${describe(value)}. Nothing was written.`,
+    );
   }
 }
 
@@ -94,7 +96,12 @@ export class InvalidCronExpressionError extends InvalidScheduleError {
 /** A schedule's time zone is not an IANA zone this runtime knows. */
 export class InvalidTimeZoneError extends InvalidScheduleError {
   constructor(schedule: string, timezone: unknown) {
-    super(schedule, 'timezone', timezone, 'must be an IANA time zone such as "Europe/Berlin" or "UTC"');
+    super(
+      schedule,
+      'timezone',
+      timezone,
+      'must be an IANA time zone such as "Europe/Berlin" or "UTC"',
+    );
   }
 }
 

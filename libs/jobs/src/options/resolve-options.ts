@@ -80,8 +80,16 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
     allowUnknownTasks: flag('allowUnknownTasks', options.allowUnknownTasks, false),
     runJobs: flag('runJobs', options.runJobs, true),
     schedules: resolveSchedules(options.schedules),
-    scheduleHorizon: seconds('scheduleHorizon', options.scheduleHorizon, defaults.DEFAULT_SCHEDULE_HORIZON),
-    maxPlannedSlots: integer('maxPlannedSlots', options.maxPlannedSlots ?? defaults.DEFAULT_MAX_PLANNED_SLOTS, 1),
+    scheduleHorizon: seconds(
+      'scheduleHorizon',
+      options.scheduleHorizon,
+      defaults.DEFAULT_SCHEDULE_HORIZON,
+    ),
+    maxPlannedSlots: integer(
+      'maxPlannedSlots',
+      options.maxPlannedSlots ?? defaults.DEFAULT_MAX_PLANNED_SLOTS,
+      1,
+    ),
   };
 }
 
@@ -123,7 +131,8 @@ function resolveConnection(
 /** Each schedule throws its own typed error (`InvalidCronExpressionError`, ...), naming the schedule. */
 function resolveSchedules(value: unknown): readonly ValidatedSchedule[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value)) throw new InvalidJobsOptionError('schedules', value, 'must be an array of schedules');
+  if (!Array.isArray(value))
+    throw new InvalidJobsOptionError('schedules', value, 'must be an array of schedules');
   return value.map((schedule) => validateSchedule(schedule, 'static'));
 }
 
