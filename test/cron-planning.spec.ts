@@ -124,12 +124,8 @@ describe('schedules changed at run time', () => {
   afterEach(clearSchedules);
 
   it('replace the not-yet-started planned jobs of a changed schedule, keeping the started ones', async () => {
-    await planner(app).setSchedule({
-      name: 'hourly',
-      task: 'tick',
-      cron: '0 * * * *',
-      payload: { v: 1 },
-    });
+    const hourly = { name: 'hourly', task: 'tick' };
+    await planner(app).setSchedule({ ...hourly, cron: '0 * * * *', payload: { v: 1 } });
     const first = await plannedJobs('hourly');
     expect(first).toHaveLength(10);
     // One of them has been claimed (as the runner does: out of jobs, into history).
@@ -143,12 +139,7 @@ describe('schedules changed at run time', () => {
       [claimed.id],
     );
 
-    await planner(app).setSchedule({
-      name: 'hourly',
-      task: 'tick',
-      cron: '30 * * * *',
-      payload: { v: 2 },
-    });
+    await planner(app).setSchedule({ ...hourly, cron: '30 * * * *', payload: { v: 2 } });
 
     const second = await plannedJobs('hourly');
     expect(second).toHaveLength(10);

@@ -1,20 +1,10 @@
 import type { SchemaName } from '../database/schema-name.js';
-import type { MissedSlotPolicy, ScheduleSource } from './cron-schedule.interface.js';
+import type { ScheduleInfo } from './cron-schedule.interface.js';
 
 /** A `jobSchedule` row as the planner reads it. */
-export interface ScheduleRow {
-  readonly name: string;
-  readonly task: string;
-  readonly cron: string;
-  readonly timezone: string;
-  readonly payload: unknown;
-  readonly missedSlots: MissedSlotPolicy;
-  readonly source: ScheduleSource;
+export interface ScheduleRow extends ScheduleInfo {
   /** Bumped whenever the definition changes: a planning batch only lands on the version it expanded. */
   readonly version: number;
-  readonly plannedUntil: Date | null;
-  readonly createdAt: Date;
-  readonly updatedAt: Date;
 }
 
 /**
