@@ -115,6 +115,40 @@ describe('five instances planning at once', () => {
   });
 });
 
+describe('a schedule changed while other instances plan it', () => {
+  let apps: JobsApp[] = [];
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+    await clearSchedules();
+  });
+
+  it('ends with only the final definition planned, whatever the interleaving', async () => {
+    apps = await Promise.all(
+      Array.from({ length: 3 }, () => startJobsApp(db.url, { options: planningOnly })),
+    );
+    const minutes = [0, 15, 30, 45];
+    await Promise.all(
+      apps.flatMap((app, i) =>
+        Array.from({ length: 6 }, (_, round) =>
+          i === 0
+            ? planner(app).addScheduled()
+            : planner(app).setSchedule({
+                name: 'moving',
+                task: 'tick',
+                cron: `${minutes[(round + i) % minutes.length]} * * * *`,
+              }),
+        ),
+      ),
+    );
+    const [{ cron }] = await planner(apps[0]).listSchedules();
+    const minute = Number(cron.split(' ')[0]);
+    const rows = await plannedJobs('moving');
+    expect(rows).toHaveLength(10);
+    expect(rows.filter((row) => row.slot.getUTCMinutes() !== minute)).toEqual([]);
+    expect((await db.query('SELECT id FROM jobs.jobs')).length).toBe(10);
+  });
+});
+
 describe('schedules changed at run time', () => {
   let app: JobsApp;
   beforeAll(async () => {
