@@ -19,8 +19,15 @@ import { JobsController } from './jobs.controller.js';
         maxRetries: 2,
         // A day of history for the dashboard; older endings are pruned in batches.
         historyExpiration: 86400,
-        // TODO(cron, lead): once the cron planner is on main, add a schedule here, e.g.
-        //   schedules: [{ task: 'sendGreeting', cron: '*/5 * * * *', payload: { name: 'cron' } }]
+        // A cron schedule: every quarter hour, one greeting, on one instance of the cluster.
+        schedules: [
+          {
+            name: 'quarterHourlyGreeting',
+            task: 'sendGreeting',
+            cron: '*/15 * * * *',
+            payload: { name: 'the quarter hour' },
+          },
+        ],
         // TODO(worker threads, lead): once worker tasks are on main, set `workers` and
         //   `workerModule` here and add a `@JobTask({ name: 'renderReport', worker: true })`
         //   task under src/reports/ to show a CPU-bound job off the event loop.

@@ -136,7 +136,17 @@ it(
     );
 
     const metrics = await (await fetch(`${url}/metrics`)).text();
-    expect(metrics).toMatch(/^nestjs_pg_jobs_completed_total\{task="sendGreeting"\} 2$/m);
+    // Two greetings at least: the quarter-hourly cron greeting may have run meanwhile.
+    const completed = /^nestjs_pg_jobs_completed_total\{task="sendGreeting"\} (\d+)$/m.exec(
+      metrics,
+    );
+    expect(Number(completed?.[1])).toBeGreaterThanOrEqual(2);
+    const schedules = (await (await fetch(`${url}/jobs-admin/api/schedules`)).json()) as {
+      schedules: unknown[];
+    };
+    expect(schedules.schedules).toEqual([
+      expect.objectContaining({ name: 'quarterHourlyGreeting', cron: '*/15 * * * *' }),
+    ]);
 
     expect(await stopExample(running)).toBe(0);
     running = await startExample();

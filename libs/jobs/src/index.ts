@@ -11,6 +11,13 @@ export { JobQueueService } from './queue/job-queue.service.js';
 export type { AddJobOptions, AddedJob } from './queue/add-job-options.interface.js';
 export type { JobInfo, JobState } from './queue/job-info.interface.js';
 export { ReaperService } from './reaper/reaper.service.js';
+export { CronPlannerService } from './cron/cron-planner.service.js';
+export type {
+  CronScheduleOptions,
+  MissedSlotPolicy,
+  ScheduleInfo,
+  ScheduleSource,
+} from './cron/cron-schedule.interface.js';
 export * from './errors/jobs.errors.js';
 export { JobEventsService } from './events/job-events.service.js';
 export type * from './events/job-lifecycle-event.interface.js';

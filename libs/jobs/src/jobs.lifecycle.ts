@@ -5,6 +5,7 @@ import type {
   OnApplicationShutdown,
   OnModuleInit,
 } from '@nestjs/common';
+import { CronPlannerService } from './cron/cron-planner.service.js';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
 import { NotificationListener } from './notify/notification-listener.js';
@@ -18,9 +19,10 @@ import { SchemaMigrator } from './schema/schema-migrator.js';
 
 /**
  * Starts and stops the module's parts in an order that loses nothing:
- * - init: the schema is brought up to date and the task handlers are found, so a bad handler
- *   fails the boot;
- * - bootstrap (the app is ready): listen, reap what a previous life left behind, then claim;
+ * - init: the schema is brought up to date and the task handlers and static schedules are
+ *   found, so a bad handler or schedule fails the boot;
+ * - bootstrap (the app is ready): listen, reap what a previous life left behind, plan the cron
+ *   slots (catch-up runs included), then claim;
  * - before shutdown: stop claiming and drain while the connections (ours and a shared
  *   DataSource) are still open;
  * - shutdown: close the connections this module owns.
@@ -40,6 +42,7 @@ export class JobsLifecycle
     @Inject(JobRunner) private readonly runner: JobRunner,
     @Inject(ReaperService) private readonly reaper: ReaperService,
     @Inject(RetentionService) private readonly retention: RetentionService,
+    @Inject(CronPlannerService) private readonly planner: CronPlannerService,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -48,6 +51,7 @@ export class JobsLifecycle
       if (this.options.migrate) await migrator.migrate();
       else await migrator.assertCurrent();
       this.registry.discover();
+      this.planner.prepare();
     } catch (err) {
       // Nest runs no shutdown hook for a boot that failed: the pool would outlive the app.
       await this.db.close();
@@ -66,6 +70,7 @@ export class JobsLifecycle
     });
     await this.listener.start();
     if (this.options.runJobs) await this.reaper.start();
+    await this.planner.start();
     if (this.options.runJobs) this.retention.start();
     this.runner.start();
     this.logger.log(
@@ -75,7 +80,12 @@ export class JobsLifecycle
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all([this.runner.stop(), this.reaper.stop(), this.retention.stop()]);
+    await Promise.all([
+      this.runner.stop(),
+      this.reaper.stop(),
+      this.planner.stop(),
+      this.retention.stop(),
+    ]);
     this.waiters.rejectAll();
   }
 

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { CronPlannerService } from './cron/cron-planner.service.js';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
 import { JobEvents } from './events/job-events.js';
@@ -49,8 +50,9 @@ import { JobRunner } from './runner/job-runner.service.js';
     JobRunner,
     ReaperService,
     RetentionService,
+    CronPlannerService,
     JobsLifecycle,
   ],
-  exports: [JobQueueService, ReaperService, JobEventsService, RetentionService],
+  exports: [JobQueueService, ReaperService, CronPlannerService, JobEventsService, RetentionService],
 })
 export class JobsModule extends JobsConfigurableModule {}

@@ -115,12 +115,6 @@ export function adminSql({ quoted: s }: SchemaName) {
         ON h."completedAt" >= m.minute AND h."completedAt" < m.minute + interval '1 minute'
       GROUP BY m.minute
       ORDER BY m.minute`,
-
-    /**
-     * Every column of every schedule, whatever later migrations add to the table, so this list
-     * keeps working as the schedule grows.
-     */
-    schedules: `SELECT to_jsonb(x) AS schedule FROM ${s}."jobSchedule" x ORDER BY x.task, x.id`,
   };
 }
 

@@ -97,7 +97,7 @@ function refresh() {
     fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, (r) => when(r.waitUntil), (r) => r.attempt, (r) => r.lastErrorMessage || "", (r) => button("Cancel", "cancel", r.id)], "Nothing queued.");
     fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt)], "Nothing running.");
     fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => when(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : ""], "No completed jobs.");
-    fill($("schedules"), schedules.schedules, [(r) => r.task, (r) => r.cron, (r) => json(r.payload)], "No schedules.");
+    fill($("schedules"), schedules.schedules, [(r) => r.name, (r) => r.task, (r) => r.cron, (r) => r.timezone, (r) => when(r.plannedUntil), (r) => json(r.payload)], "No schedules.");
     chart(throughput.minutes);
     $("updated").textContent = "Updated " + new Date().toLocaleTimeString();
   }).catch((err) => say("Cannot load: " + err.message, true));
@@ -156,7 +156,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 <h2>Recently completed</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Completed at</th><th>Took</th></tr></thead><tbody id="completed"></tbody></table>
 <h2>Schedules</h2>
-<table><thead><tr><th>Task</th><th>Cron</th><th>Payload</th></tr></thead><tbody id="schedules"></tbody></table>
+<table><thead><tr><th>Name</th><th>Task</th><th>Cron</th><th>Time zone</th><th>Planned until</th><th>Payload</th></tr></thead><tbody id="schedules"></tbody></table>
 <script>${SCRIPT}</script>
 </body>
 </html>

@@ -2,6 +2,8 @@ import { ConflictException, Inject, Injectable, NotFoundException } from '@nestj
 import type { OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { findInApp } from '../common/find-in-app.js';
+import { CronPlannerService } from '../cron/cron-planner.service.js';
+import type { ScheduleInfo } from '../cron/cron-schedule.interface.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/job-events.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
@@ -52,6 +54,7 @@ const COUNTS = [
 export class JobsAdminService implements OnModuleInit {
   private db!: JobsDatabase;
   private queue!: JobQueueService;
+  private planner!: CronPlannerService;
   private options!: ResolvedJobsOptions;
   private sql!: AdminSql;
 
@@ -60,6 +63,7 @@ export class JobsAdminService implements OnModuleInit {
   onModuleInit(): void {
     this.db = findInApp(this.moduleRef, JobsDatabase, 'JobsAdminModule');
     this.queue = findInApp(this.moduleRef, JobQueueService, 'JobsAdminModule');
+    this.planner = findInApp(this.moduleRef, CronPlannerService, 'JobsAdminModule');
     this.options = findInApp(this.moduleRef, JOBS_OPTIONS, 'JobsAdminModule');
     this.sql = adminSql(this.db.schema);
   }
@@ -135,9 +139,8 @@ export class JobsAdminService implements OnModuleInit {
     return { minutes: await this.db.query(this.sql.throughput, [minutes]) };
   }
 
-  async schedules(): Promise<{ schedules: Record<string, unknown>[] }> {
-    const rows = await this.db.query<{ schedule: Record<string, unknown> }>(this.sql.schedules);
-    return { schedules: rows.map((row) => row.schedule) };
+  async schedules(): Promise<{ schedules: ScheduleInfo[] }> {
+    return { schedules: await this.planner.listSchedules() };
   }
 
   private async refuse(id: string, action: string, allowed: string): Promise<never> {

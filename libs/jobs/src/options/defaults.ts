@@ -8,6 +8,10 @@ export const DEFAULT_TASK_TIMEOUT = 300;
 export const DEFAULT_STALE_JOB_TIMEOUT = 3600;
 export const DEFAULT_SHUTDOWN_TIMEOUT = 30;
 export const DEFAULT_PROMISE_TIMEOUT = 600;
+/** Seconds ahead the cron planner plans each schedule's slots (the seed's 24 h). */
+export const DEFAULT_SCHEDULE_HORIZON = 86_400;
+/** Slots of one schedule a planning round plans at most (the seed's cap). */
+export const DEFAULT_MAX_PLANNED_SLOTS = 10;
 /** Seconds ended jobs stay in `jobHistory` (the seed's `historyExpiration`, as Wiki.js ships it: 25 h). */
 export const DEFAULT_HISTORY_EXPIRATION = 90000;
 /** Rows one pruning statement deletes at most. */

@@ -1,5 +1,6 @@
 import type { PoolConfig } from 'pg';
 import type { DataSource } from 'typeorm';
+import type { CronScheduleOptions } from '../cron/cron-schedule.interface.js';
 
 /**
  * Options of `JobsModule.forRoot()` / `forRootAsync()`. Durations are in seconds, as in the seed's
@@ -53,4 +54,21 @@ export interface JobsModuleOptions {
   allowUnknownTasks?: boolean;
   /** Claim and run jobs on this instance. Default `true`; `false` makes an enqueue-only instance. */
   runJobs?: boolean;
+  /**
+   * Cron schedules declared in code, written to the database at boot (see `CronScheduleOptions`).
+   * A bad expression, time zone or payload fails the boot.
+   */
+  schedules?: readonly CronScheduleOptions[];
+  /**
+   * Seconds ahead the planner plans each schedule's slots. Default 86400 (24 h). Together with
+   * `maxPlannedSlots` it bounds how much is planned: a slot is planned once it is among a
+   * schedule's next `maxPlannedSlots` slots and within the horizon.
+   */
+  scheduleHorizon?: number;
+  /**
+   * The most slots of one schedule planned ahead. Default 10. A frequent schedule stays covered as
+   * long as `maxPlannedSlots` slots last longer than `scheduledCheck`; otherwise slots are missed
+   * (see `missedSlots`).
+   */
+  maxPlannedSlots?: number;
 }

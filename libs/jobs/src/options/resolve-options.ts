@@ -2,6 +2,8 @@ import { assertOptionsObject } from '../common/assert-options-object.js';
 import { availableParallelism, hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { PoolConfig } from 'pg';
+import { validateSchedule } from '../cron/validate-schedule.js';
+import type { ValidatedSchedule } from '../cron/validate-schedule.js';
 import { toSchemaName } from '../database/schema-name.js';
 import { InvalidJobsOptionError } from '../errors/jobs.errors.js';
 import * as defaults from './defaults.js';
@@ -28,6 +30,9 @@ const KNOWN_OPTIONS = new Set<string>([
   'historyPruneBatchSize',
   'allowUnknownTasks',
   'runJobs',
+  'schedules',
+  'scheduleHorizon',
+  'maxPlannedSlots',
 ]);
 
 /**
@@ -87,6 +92,17 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
     ),
     allowUnknownTasks: flag('allowUnknownTasks', options.allowUnknownTasks, false),
     runJobs: flag('runJobs', options.runJobs, true),
+    schedules: resolveSchedules(options.schedules),
+    scheduleHorizon: seconds(
+      'scheduleHorizon',
+      options.scheduleHorizon,
+      defaults.DEFAULT_SCHEDULE_HORIZON,
+    ),
+    maxPlannedSlots: integer(
+      'maxPlannedSlots',
+      options.maxPlannedSlots ?? defaults.DEFAULT_MAX_PLANNED_SLOTS,
+      1,
+    ),
   };
 }
 
@@ -123,6 +139,14 @@ function resolveConnection(
     connection,
     'must be a connection string or pg pool options (or pass "dataSource")',
   );
+}
+
+/** Each schedule throws its own typed error (`InvalidCronExpressionError`, ...), naming the schedule. */
+function resolveSchedules(value: unknown): readonly ValidatedSchedule[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value))
+    throw new InvalidJobsOptionError('schedules', value, 'must be an array of schedules');
+  return value.map((schedule) => validateSchedule(schedule, 'static'));
 }
 
 function resolveWorkers(value: unknown): number {
