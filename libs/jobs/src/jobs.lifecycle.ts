@@ -5,6 +5,7 @@ import type {
   OnApplicationShutdown,
   OnModuleInit,
 } from '@nestjs/common';
+import { CronPlannerService } from './cron/cron-planner.service.js';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
 import { NotificationListener } from './notify/notification-listener.js';
@@ -12,16 +13,19 @@ import { JOBS_OPTIONS } from './options/resolved-options.js';
 import type { ResolvedJobsOptions } from './options/resolved-options.js';
 import { CompletionWaiters } from './queue/completion-waiters.js';
 import { ReaperService } from './reaper/reaper.service.js';
+import { RetentionService } from './retention/retention.service.js';
 import { JobRunner } from './runner/job-runner.service.js';
 import { SchemaMigrator } from './schema/schema-migrator.js';
 import { WorkerPool } from './worker-pool/worker-pool.service.js';
 
 /**
  * Starts and stops the module's parts in an order that loses nothing:
- * - init: the schema is brought up to date and the task handlers are found, so a bad handler
- *   fails the boot; with a `workerModule`, the pool's first thread boots it and reports its worker
- *   tasks (an instance that runs no jobs stops the pool once it knows their names);
- * - bootstrap (the app is ready): listen, reap what a previous life left behind, then claim;
+ * - init: the schema is brought up to date and the task handlers and static schedules are
+ *   found, so a bad handler or schedule fails the boot; with a `workerModule`, the pool's first
+ *   thread boots it and reports its worker tasks (an instance that runs no jobs stops the pool
+ *   once it knows their names);
+ * - bootstrap (the app is ready): listen, reap what a previous life left behind, plan the cron
+ *   slots (catch-up runs included), then claim;
  * - before shutdown: stop claiming and drain while the connections (ours and a shared
  *   DataSource) are still open, then stop the worker pool;
  * - shutdown: close the connections this module owns.
@@ -40,6 +44,8 @@ export class JobsLifecycle
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
     @Inject(JobRunner) private readonly runner: JobRunner,
     @Inject(ReaperService) private readonly reaper: ReaperService,
+    @Inject(RetentionService) private readonly retention: RetentionService,
+    @Inject(CronPlannerService) private readonly planner: CronPlannerService,
     @Inject(WorkerPool) private readonly workerPool: WorkerPool,
   ) {}
 
@@ -49,7 +55,9 @@ export class JobsLifecycle
       if (this.options.migrate) await migrator.migrate();
       else await migrator.assertCurrent();
       this.registry.discover();
+      // Worker task names first: a static schedule may name a worker task.
       if (this.workerPool.enabled) await this.startWorkerPool();
+      this.planner.prepare();
     } catch (err) {
       // Nest runs no shutdown hook for a boot that failed: the pool (and the pool's threads, which
       // keep the process alive) would outlive the app.
@@ -70,6 +78,8 @@ export class JobsLifecycle
     });
     await this.listener.start();
     if (this.options.runJobs) await this.reaper.start();
+    await this.planner.start();
+    if (this.options.runJobs) this.retention.start();
     this.runner.start();
     this.logger.log(
       `Started instance ${this.options.instanceId} (schema ${this.db.schema.name}, ` +
@@ -78,7 +88,12 @@ export class JobsLifecycle
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all([this.runner.stop().then(() => this.workerPool.stop()), this.reaper.stop()]);
+    await Promise.all([
+      this.runner.stop().then(() => this.workerPool.stop()),
+      this.reaper.stop(),
+      this.planner.stop(),
+      this.retention.stop(),
+    ]);
     this.waiters.rejectAll();
   }
 

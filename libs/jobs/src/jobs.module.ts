@@ -1,7 +1,10 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { CronPlannerService } from './cron/cron-planner.service.js';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
+import { JobEvents } from './events/job-events.js';
+import { JobEventsService } from './events/job-events.service.js';
 import { JobsLifecycle } from './jobs.lifecycle.js';
 import { JOBS_MODULE_OPTIONS, JobsConfigurableModule } from './jobs.module-definition.js';
 import { NotificationListener } from './notify/notification-listener.js';
@@ -12,6 +15,7 @@ import type { ResolvedJobsOptions } from './options/resolved-options.js';
 import { CompletionWaiters } from './queue/completion-waiters.js';
 import { JobQueueService } from './queue/job-queue.service.js';
 import { ReaperService } from './reaper/reaper.service.js';
+import { RetentionService } from './retention/retention.service.js';
 import { JobRunner } from './runner/job-runner.service.js';
 import { WorkerPool } from './worker-pool/worker-pool.service.js';
 
@@ -41,12 +45,16 @@ import { WorkerPool } from './worker-pool/worker-pool.service.js';
     TaskRegistry,
     NotificationListener,
     CompletionWaiters,
+    JobEvents,
+    JobEventsService,
     JobQueueService,
     WorkerPool,
     JobRunner,
     ReaperService,
+    RetentionService,
+    CronPlannerService,
     JobsLifecycle,
   ],
-  exports: [JobQueueService, ReaperService],
+  exports: [JobQueueService, ReaperService, CronPlannerService, JobEventsService, RetentionService],
 })
 export class JobsModule extends JobsConfigurableModule {}

@@ -1,9 +1,12 @@
+import { assertOptionsObject } from '../common/assert-options-object.js';
 import { availableParallelism, hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { PoolConfig } from 'pg';
+import { validateSchedule } from '../cron/validate-schedule.js';
+import type { ValidatedSchedule } from '../cron/validate-schedule.js';
 import { toSchemaName } from '../database/schema-name.js';
 import { InvalidJobsOptionError } from '../errors/jobs.errors.js';
 import * as defaults from './defaults.js';
@@ -31,8 +34,13 @@ const KNOWN_OPTIONS = new Set<string>([
   'staleJobTimeout',
   'shutdownTimeout',
   'promiseTimeout',
+  'historyExpiration',
+  'historyPruneBatchSize',
   'allowUnknownTasks',
   'runJobs',
+  'schedules',
+  'scheduleHorizon',
+  'maxPlannedSlots',
 ]);
 
 /**
@@ -40,18 +48,7 @@ const KNOWN_OPTIONS = new Set<string>([
  * option and the value it was given.
  */
 export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOptions {
-  if (options === null || typeof options !== 'object') {
-    throw new InvalidJobsOptionError('(options)', options, 'must be an object');
-  }
-  for (const key of Object.keys(options)) {
-    if (!KNOWN_OPTIONS.has(key)) {
-      throw new InvalidJobsOptionError(
-        key,
-        (options as Record<string, unknown>)[key],
-        'is not an option',
-      );
-    }
-  }
+  assertOptionsObject(options, KNOWN_OPTIONS, InvalidJobsOptionError);
   const workers = resolveWorkers(options.workers);
   return {
     ...resolveConnection(options),
@@ -91,8 +88,30 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
       options.promiseTimeout,
       defaults.DEFAULT_PROMISE_TIMEOUT,
     ),
+    historyExpiration: seconds(
+      'historyExpiration',
+      options.historyExpiration,
+      defaults.DEFAULT_HISTORY_EXPIRATION,
+      true,
+    ),
+    historyPruneBatchSize: integer(
+      'historyPruneBatchSize',
+      options.historyPruneBatchSize ?? defaults.DEFAULT_HISTORY_PRUNE_BATCH_SIZE,
+      1,
+    ),
     allowUnknownTasks: flag('allowUnknownTasks', options.allowUnknownTasks, false),
     runJobs: flag('runJobs', options.runJobs, true),
+    schedules: resolveSchedules(options.schedules),
+    scheduleHorizon: seconds(
+      'scheduleHorizon',
+      options.scheduleHorizon,
+      defaults.DEFAULT_SCHEDULE_HORIZON,
+    ),
+    maxPlannedSlots: integer(
+      'maxPlannedSlots',
+      options.maxPlannedSlots ?? defaults.DEFAULT_MAX_PLANNED_SLOTS,
+      1,
+    ),
   };
 }
 
@@ -129,6 +148,14 @@ function resolveConnection(
     connection,
     'must be a connection string or pg pool options (or pass "dataSource")',
   );
+}
+
+/** Each schedule throws its own typed error (`InvalidCronExpressionError`, ...), naming the schedule. */
+function resolveSchedules(value: unknown): readonly ValidatedSchedule[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value))
+    throw new InvalidJobsOptionError('schedules', value, 'must be an array of schedules');
+  return value.map((schedule) => validateSchedule(schedule, 'static'));
 }
 
 function resolveWorkers(value: unknown): number {
