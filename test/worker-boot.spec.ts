@@ -30,6 +30,10 @@ describe('a bad worker option fails the boot with a message naming the option an
     ],
     [{ workerTimeoutGrace: 0 }, /"workerTimeoutGrace" must be a positive number of seconds; got 0/],
     [
+      { workerStartTimeout: -1 },
+      /"workerStartTimeout" must be a positive number of seconds; got -1/,
+    ],
+    [
       { workerResourceLimits: { maxOldGenerationSizeMb: -1 } },
       /"workerResourceLimits" must be an object of positive numbers/,
     ],

@@ -63,12 +63,15 @@ const IDLE_CHECK_MS = 5;
  *   running it is known (the thread writes its id into the call's shared control array as it
  *   starts), and the thread's `exit` fails the calls it held, with what its `error` event said;
  * - a task gets only its data, so `ctx.signal` travels through the same control array;
- * - poolifier hands work only to ready threads, even a busy one while a new thread boots, so calls
- *   are sent only when a thread is idle: one job per thread, which is also what makes a death
- *   attributable to one job.
+ * - poolifier hands a task to a busy thread when none is idle and it cannot add one (or its
+ *   replacement for a dead thread is still booting), where the task would wait behind another
+ *   job and die with it; so a call is sent only when a thread is idle or poolifier will add one:
+ *   one job per thread, which is also what makes a death attributable to one job. Calls waiting
+ *   for a thread wait here, and `taskTimeout` starts when a thread starts the task.
  *
  * Started at module init when `workerModule` is set (one thread boots and reports the worker
- * tasks), grown to `workers` on demand, stopped after the runner drained.
+ * tasks), grown to `workers` on demand (idle extra threads retire after poolifier's minute),
+ * stopped after the runner drained.
  */
 @Injectable()
 export class WorkerPool {
@@ -182,7 +185,7 @@ export class WorkerPool {
     );
     answer.catch(() => undefined);
     try {
-      await this.untilStarted(control, answer, signal, timeout);
+      await this.untilStarted(control, answer, signal);
       await runWithTimeout(() => answer, timeout, controller);
     } catch (err) {
       if (!signal.aborted || !dispatch) throw err;
@@ -212,19 +215,18 @@ export class WorkerPool {
   /**
    * Waits for a thread to start the task: `taskTimeout` bounds the task, not a thread's boot (which
    * a death's replacement, or a pool growing, makes the task wait for). The wait ends early when the
-   * call settles or the attempt is aborted (shutdown), and is itself bounded by `timeout`, after
-   * which the clock starts anyway.
+   * call settles or the attempt is aborted (shutdown), and is itself bounded by
+   * `workerStartTimeout`, after which the clock starts anyway.
    */
   private async untilStarted(
     control: Int32Array,
     answer: Promise<unknown>,
     signal: AbortSignal,
-    timeout: number,
   ): Promise<void> {
     let onAbort: (() => void) | undefined;
     try {
       await Promise.race([
-        whenChanged(control, CONTROL_STARTED, STARTED_NO, timeout * 1000),
+        whenChanged(control, CONTROL_STARTED, STARTED_NO, this.options.workerStartTimeout * 1000),
         answer.then(
           () => undefined,
           () => undefined,
@@ -237,7 +239,7 @@ export class WorkerPool {
       ]);
     } finally {
       if (onAbort) signal.removeEventListener('abort', onAbort);
-      // Releases the pending wait, which would otherwise hold a timer until `timeout`.
+      // Releases the pending wait, which would otherwise hold a timer until `workerStartTimeout`.
       if (
         Atomics.compareExchange(control, CONTROL_STARTED, STARTED_NO, STARTED_GAVE_UP) ===
         STARTED_NO
@@ -248,16 +250,13 @@ export class WorkerPool {
   }
 
   /**
-   * Fails every call still waiting, terminates threads still busy (poolifier's `destroy()` would
-   * wait on them and leave their calls pending), then destroys the pool. Idempotent.
+   * Fails every call still waiting (poolifier's `destroy()` leaves them pending), then destroys the
+   * pool: it gives each thread a second to acknowledge, then terminates it, so a thread that never
+   * yields delays shutdown by that second only. Idempotent.
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      const busy = new Set(
-        [...this.calls].map(threadOf).filter((id): id is number => id !== undefined),
-      );
       for (const call of [...this.calls]) call.fail(new WorkerPoolStoppedError());
-      await Promise.all([...busy].map((id) => this.terminate(id)));
       await this.pool
         ?.destroy()
         .catch((err: unknown) =>
