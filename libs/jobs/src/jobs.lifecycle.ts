@@ -7,6 +7,7 @@ import type {
 } from '@nestjs/common';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
+import { InstanceHeartbeat } from './instances/instance-heartbeat.service.js';
 import { NotificationListener } from './notify/notification-listener.js';
 import { JOBS_OPTIONS } from './options/resolved-options.js';
 import type { ResolvedJobsOptions } from './options/resolved-options.js';
@@ -19,9 +20,10 @@ import { SchemaMigrator } from './schema/schema-migrator.js';
  * Starts and stops the module's parts in an order that loses nothing:
  * - init: the schema is brought up to date and the task handlers are found, so a bad handler
  *   fails the boot;
- * - bootstrap (the app is ready): listen, reap what a previous life left behind, then claim;
+ * - bootstrap (the app is ready): listen, register the instance and start heartbeating, reap
+ *   what a previous life left behind, then claim;
  * - before shutdown: stop claiming and drain while the connections (ours and a shared
- *   DataSource) are still open;
+ *   DataSource) are still open, then deregister;
  * - shutdown: close the connections this module owns.
  */
 @Injectable()
@@ -38,6 +40,7 @@ export class JobsLifecycle
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
     @Inject(JobRunner) private readonly runner: JobRunner,
     @Inject(ReaperService) private readonly reaper: ReaperService,
+    @Inject(InstanceHeartbeat) private readonly heartbeat: InstanceHeartbeat,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -57,6 +60,8 @@ export class JobsLifecycle
       void this.waiters.catchUp().catch(() => undefined);
     });
     await this.listener.start();
+    // Registered before anything is claimed: a peer's reaper takes an unregistered executor for dead.
+    await this.heartbeat.start();
     if (this.options.runJobs) await this.reaper.start();
     this.runner.start();
     this.logger.log(
@@ -67,6 +72,8 @@ export class JobsLifecycle
 
   async beforeApplicationShutdown(): Promise<void> {
     await Promise.all([this.runner.stop(), this.reaper.stop()]);
+    // Only once drained: until then the instance still vouches for its running jobs.
+    await this.heartbeat.stop();
     this.waiters.rejectAll();
   }
 

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
+import { InstanceHeartbeat } from './instances/instance-heartbeat.service.js';
 import { JobsLifecycle } from './jobs.lifecycle.js';
 import { JOBS_MODULE_OPTIONS, JobsConfigurableModule } from './jobs.module-definition.js';
 import { NotificationListener } from './notify/notification-listener.js';
@@ -42,6 +43,7 @@ import { JobRunner } from './runner/job-runner.service.js';
     CompletionWaiters,
     JobQueueService,
     JobRunner,
+    InstanceHeartbeat,
     ReaperService,
     JobsLifecycle,
   ],

@@ -21,6 +21,8 @@ const KNOWN_OPTIONS = new Set<string>([
   'retryBackoff',
   'taskTimeout',
   'staleJobTimeout',
+  'heartbeatInterval',
+  'instanceTimeout',
   'shutdownTimeout',
   'promiseTimeout',
   'allowUnknownTasks',
@@ -54,6 +56,7 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
     retryBackoff: seconds('retryBackoff', options.retryBackoff, defaults.DEFAULT_RETRY_BACKOFF, true),
     taskTimeout: seconds('taskTimeout', options.taskTimeout, defaults.DEFAULT_TASK_TIMEOUT),
     staleJobTimeout: seconds('staleJobTimeout', options.staleJobTimeout, defaults.DEFAULT_STALE_JOB_TIMEOUT),
+    ...resolveLiveness(options),
     shutdownTimeout: seconds('shutdownTimeout', options.shutdownTimeout, defaults.DEFAULT_SHUTDOWN_TIMEOUT, true),
     promiseTimeout: seconds('promiseTimeout', options.promiseTimeout, defaults.DEFAULT_PROMISE_TIMEOUT),
     allowUnknownTasks: flag('allowUnknownTasks', options.allowUnknownTasks, false),
@@ -86,6 +89,20 @@ function resolveConnection(
     connection,
     'must be a connection string or pg pool options (or pass "dataSource")',
   );
+}
+
+function resolveLiveness(options: JobsModuleOptions): Pick<ResolvedJobsOptions, 'heartbeatInterval' | 'instanceTimeout'> {
+  const heartbeatInterval = seconds('heartbeatInterval', options.heartbeatInterval, defaults.DEFAULT_HEARTBEAT_INTERVAL);
+  const instanceTimeout = seconds('instanceTimeout', options.instanceTimeout, defaults.DEFAULT_INSTANCE_TIMEOUT);
+  // One late heartbeat (a GC pause, a slow query) must not get a live instance's jobs requeued.
+  if (instanceTimeout < 2 * heartbeatInterval) {
+    throw new InvalidJobsOptionError(
+      'instanceTimeout',
+      instanceTimeout,
+      `must be at least twice heartbeatInterval (${heartbeatInterval}s), so that one late heartbeat does not get a live instance presumed dead`,
+    );
+  }
+  return { heartbeatInterval, instanceTimeout };
 }
 
 function resolveWorkers(value: unknown): number {
