@@ -24,7 +24,8 @@ const EMBEDDED_PASSWORD = 'postgres';
 export async function resolveDatabaseServer(embeddedDir: string): Promise<DatabaseServer> {
   const configured = process.env.DATABASE_URL;
   if (configured) return { url: configured, source: 'DATABASE_URL', stop: async () => undefined };
-  if (await answers(LOCAL_SERVER)) return { url: LOCAL_SERVER, source: 'local', stop: async () => undefined };
+  if (await answers(LOCAL_SERVER))
+    return { url: LOCAL_SERVER, source: 'local', stop: async () => undefined };
   return startEmbeddedPostgres(embeddedDir);
 }
 
@@ -50,7 +51,9 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<DatabaseSe
   if (!existsSync(join(dataDir, 'PG_VERSION'))) await server.initialise();
   // `start()` on a busy port rejects with `undefined`; say what happened instead.
   await server.start().catch((err: unknown) => {
-    throw new Error(`Embedded PostgreSQL failed to start on port ${port}: ${String(err ?? 'no reason given')}`);
+    throw new Error(
+      `Embedded PostgreSQL failed to start on port ${port}: ${String(err ?? 'no reason given')}`,
+    );
   });
   return {
     url: `postgres://postgres:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/postgres`,
@@ -64,14 +67,17 @@ export async function createDatabase(
   serverUrl: string,
   prefix: string,
 ): Promise<{ url: string; name: string; drop(): Promise<void> }> {
-  const name = `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`.toLowerCase();
+  const name =
+    `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`.toLowerCase();
   await withClient(serverUrl, (client) => client.query(`CREATE DATABASE "${name}"`));
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     name,
-    drop: () => withClient(serverUrl, (client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)),
+    drop: async () => {
+      await withClient(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+    },
   };
 }
 

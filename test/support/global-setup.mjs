@@ -9,7 +9,9 @@ register('../../tools/ts-loader/hooks.mjs', import.meta.url);
 
 export default async function globalSetup() {
   const { resolveDatabaseServer } = await import('../../tools/dev-database.ts');
-  const server = await resolveDatabaseServer(join(tmpdir(), 'nestjs-pg-jobs-test', `pg-${process.pid}`));
+  const server = await resolveDatabaseServer(
+    join(tmpdir(), 'nestjs-pg-jobs-test', `pg-${process.pid}`),
+  );
   process.env.JOBS_TEST_SERVER_URL = server.url;
   globalThis.__jobsTestServer = server;
   console.log(`\nTests use PostgreSQL from ${server.source}.`);

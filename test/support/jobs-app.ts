@@ -38,7 +38,8 @@ const quietLogger = {
   log: () => undefined,
   debug: () => undefined,
   verbose: () => undefined,
-  warn: (message: unknown, context?: unknown) => process.env.JOBS_TEST_LOG && console.warn(context, message),
+  warn: (message: unknown, context?: unknown) =>
+    process.env.JOBS_TEST_LOG && console.warn(context, message),
   error: (message: unknown, context?: unknown) => console.error(context, message),
 };
 
@@ -53,7 +54,8 @@ export async function waitFor<T>(
   for (;;) {
     const value = await check();
     if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs}ms waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(`Timed out after ${timeoutMs}ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }

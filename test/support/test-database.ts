@@ -21,7 +21,8 @@ export function useTestDatabase(prefix = 'jobs_test'): TestDatabase {
   };
   beforeAll(async () => {
     const serverUrl = process.env.JOBS_TEST_SERVER_URL;
-    if (!serverUrl) throw new Error('JOBS_TEST_SERVER_URL is unset: run the tests through jest.config.mjs');
+    if (!serverUrl)
+      throw new Error('JOBS_TEST_SERVER_URL is unset: run the tests through jest.config.mjs');
     const database = await createDatabase(serverUrl, prefix);
     handle.url = database.url;
     drop = database.drop;

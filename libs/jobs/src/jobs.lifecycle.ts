@@ -44,10 +44,16 @@ export class JobsLifecycle
   ) {}
 
   async onModuleInit(): Promise<void> {
-    const migrator = new SchemaMigrator(this.db);
-    if (this.options.migrate) await migrator.migrate();
-    else await migrator.assertCurrent();
-    this.registry.discover();
+    try {
+      const migrator = new SchemaMigrator(this.db);
+      if (this.options.migrate) await migrator.migrate();
+      else await migrator.assertCurrent();
+      this.registry.discover();
+    } catch (err) {
+      // Nest runs no shutdown hook for a boot that failed: the pool would outlive the app.
+      await this.db.close();
+      throw err;
+    }
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -8,5 +8,8 @@ export const {
   ASYNC_OPTIONS_TYPE: JOBS_ASYNC_OPTIONS_TYPE,
 } = new ConfigurableModuleBuilder<JobsModuleOptions>()
   .setClassMethodName('forRoot')
-  .setExtras({ isGlobal: false }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+  .setExtras({ isGlobal: false }, (definition, extras) => ({
+    ...definition,
+    global: extras.isGlobal,
+  }))
   .build();

@@ -76,9 +76,11 @@ export async function queryRows<Row>(
 ): Promise<Row[]> {
   const result = await executor.query(text, values as unknown[]);
   if (Array.isArray(result)) {
-    return (result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number'
-      ? result[0]
-      : result) as Row[];
+    return (
+      result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number'
+        ? result[0]
+        : result
+    ) as Row[];
   }
   return (result as pg.QueryResult).rows as Row[];
 }

@@ -47,7 +47,12 @@ export class TaskRegistry {
     return this.namesCache;
   }
 
-  private register(options: JobTaskOptions, instance: unknown, className: string, isStatic: boolean): void {
+  private register(
+    options: JobTaskOptions,
+    instance: unknown,
+    className: string,
+    isStatic: boolean,
+  ): void {
     const name = options?.name;
     if (typeof name !== 'string' || !TASK_NAME.test(name)) {
       throw new InvalidTaskHandlerError(

@@ -37,7 +37,12 @@ export class InstanceHeartbeat {
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
   ) {
     this.sql = instancesSql(db.schema);
-    this.tick = new Tick('Heartbeat', options.heartbeatInterval * 1000, () => this.beat(), this.logger);
+    this.tick = new Tick(
+      'Heartbeat',
+      options.heartbeatInterval * 1000,
+      () => this.beat(),
+      this.logger,
+    );
   }
 
   /**
@@ -49,7 +54,8 @@ export class InstanceHeartbeat {
    */
   get canJudgePeers(): boolean {
     return (
-      this.healthySince !== undefined && performance.now() - this.healthySince >= this.options.instanceTimeout * 1000
+      this.healthySince !== undefined &&
+      performance.now() - this.healthySince >= this.options.instanceTimeout * 1000
     );
   }
 
@@ -83,7 +89,9 @@ export class InstanceHeartbeat {
       ]);
     } catch (err) {
       if (this.healthySince !== undefined) {
-        this.logger.warn(`Heartbeat failed (${toError(err).message}); retrying every ${this.options.heartbeatInterval}s.`);
+        this.logger.warn(
+          `Heartbeat failed (${toError(err).message}); retrying every ${this.options.heartbeatInterval}s.`,
+        );
       }
       this.healthySince = undefined;
       return;
@@ -95,7 +103,9 @@ export class InstanceHeartbeat {
     if (silentFor === null || silentFor > this.options.instanceTimeout) {
       this.logger.warn(
         `Instance ${this.options.instanceId} was presumed dead: ` +
-          (silentFor === null ? 'a reaper removed its registration' : `no heartbeat for ${silentFor.toFixed(1)}s`) +
+          (silentFor === null
+            ? 'a reaper removed its registration'
+            : `no heartbeat for ${silentFor.toFixed(1)}s`) +
           ` (instanceTimeout ${this.options.instanceTimeout}s). Jobs it was running may have been requeued elsewhere; ` +
           'their results from this instance will be dropped.',
       );

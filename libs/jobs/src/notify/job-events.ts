@@ -24,7 +24,8 @@ export function parseNotification(payload: string | undefined): JobsNotification
   if (!payload) return undefined;
   try {
     const value = JSON.parse(payload) as Partial<JobsNotification>;
-    if (value?.event === 'newJob' || value?.event === 'jobCompleted') return value as JobsNotification;
+    if (value?.event === 'newJob' || value?.event === 'jobCompleted')
+      return value as JobsNotification;
   } catch {
     // Not ours: anything may NOTIFY on a channel.
   }

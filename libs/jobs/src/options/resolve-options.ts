@@ -39,7 +39,11 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
   }
   for (const key of Object.keys(options)) {
     if (!KNOWN_OPTIONS.has(key)) {
-      throw new InvalidJobsOptionError(key, (options as Record<string, unknown>)[key], 'is not an option');
+      throw new InvalidJobsOptionError(
+        key,
+        (options as Record<string, unknown>)[key],
+        'is not an option',
+      );
     }
   }
   const workers = resolveWorkers(options.workers);
@@ -51,14 +55,36 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
     workers,
     concurrency: integer('concurrency', options.concurrency ?? workers, 1),
     pollingCheck: seconds('pollingCheck', options.pollingCheck, defaults.DEFAULT_POLLING_CHECK),
-    scheduledCheck: seconds('scheduledCheck', options.scheduledCheck, defaults.DEFAULT_SCHEDULED_CHECK),
+    scheduledCheck: seconds(
+      'scheduledCheck',
+      options.scheduledCheck,
+      defaults.DEFAULT_SCHEDULED_CHECK,
+    ),
     maxRetries: integer('maxRetries', options.maxRetries ?? defaults.DEFAULT_MAX_RETRIES, 0),
-    retryBackoff: seconds('retryBackoff', options.retryBackoff, defaults.DEFAULT_RETRY_BACKOFF, true),
+    retryBackoff: seconds(
+      'retryBackoff',
+      options.retryBackoff,
+      defaults.DEFAULT_RETRY_BACKOFF,
+      true,
+    ),
     taskTimeout: seconds('taskTimeout', options.taskTimeout, defaults.DEFAULT_TASK_TIMEOUT),
-    staleJobTimeout: seconds('staleJobTimeout', options.staleJobTimeout, defaults.DEFAULT_STALE_JOB_TIMEOUT),
+    staleJobTimeout: seconds(
+      'staleJobTimeout',
+      options.staleJobTimeout,
+      defaults.DEFAULT_STALE_JOB_TIMEOUT,
+    ),
     ...resolveLiveness(options),
-    shutdownTimeout: seconds('shutdownTimeout', options.shutdownTimeout, defaults.DEFAULT_SHUTDOWN_TIMEOUT, true),
-    promiseTimeout: seconds('promiseTimeout', options.promiseTimeout, defaults.DEFAULT_PROMISE_TIMEOUT),
+    shutdownTimeout: seconds(
+      'shutdownTimeout',
+      options.shutdownTimeout,
+      defaults.DEFAULT_SHUTDOWN_TIMEOUT,
+      true,
+    ),
+    promiseTimeout: seconds(
+      'promiseTimeout',
+      options.promiseTimeout,
+      defaults.DEFAULT_PROMISE_TIMEOUT,
+    ),
     allowUnknownTasks: flag('allowUnknownTasks', options.allowUnknownTasks, false),
     runJobs: flag('runJobs', options.runJobs, true),
   };
@@ -69,12 +95,20 @@ function resolveConnection(
 ): Pick<ResolvedJobsOptions, 'connection' | 'dataSource'> {
   const { connection, dataSource } = options;
   if (connection !== undefined && dataSource !== undefined) {
-    throw new InvalidJobsOptionError('dataSource', '(a DataSource)', 'cannot be combined with "connection"');
+    throw new InvalidJobsOptionError(
+      'dataSource',
+      '(a DataSource)',
+      'cannot be combined with "connection"',
+    );
   }
   if (dataSource !== undefined) {
     const type = (dataSource as { options?: { type?: unknown } })?.options?.type;
     if (type !== 'postgres') {
-      throw new InvalidJobsOptionError('dataSource', type, 'must be a TypeORM DataSource of type "postgres"');
+      throw new InvalidJobsOptionError(
+        'dataSource',
+        type,
+        'must be a TypeORM DataSource of type "postgres"',
+      );
     }
     return { dataSource };
   }
@@ -91,9 +125,19 @@ function resolveConnection(
   );
 }
 
-function resolveLiveness(options: JobsModuleOptions): Pick<ResolvedJobsOptions, 'heartbeatInterval' | 'instanceTimeout'> {
-  const heartbeatInterval = seconds('heartbeatInterval', options.heartbeatInterval, defaults.DEFAULT_HEARTBEAT_INTERVAL);
-  const instanceTimeout = seconds('instanceTimeout', options.instanceTimeout, defaults.DEFAULT_INSTANCE_TIMEOUT);
+function resolveLiveness(
+  options: JobsModuleOptions,
+): Pick<ResolvedJobsOptions, 'heartbeatInterval' | 'instanceTimeout'> {
+  const heartbeatInterval = seconds(
+    'heartbeatInterval',
+    options.heartbeatInterval,
+    defaults.DEFAULT_HEARTBEAT_INTERVAL,
+  );
+  const instanceTimeout = seconds(
+    'instanceTimeout',
+    options.instanceTimeout,
+    defaults.DEFAULT_INSTANCE_TIMEOUT,
+  );
   // One late heartbeat (a GC pause, a slow query) must not get a live instance's jobs requeued.
   if (instanceTimeout < 2 * heartbeatInterval) {
     throw new InvalidJobsOptionError(
@@ -113,7 +157,11 @@ function resolveWorkers(value: unknown): number {
 function resolveInstanceId(value: unknown): string {
   if (value === undefined) return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   if (typeof value !== 'string' || value.length === 0 || value.length > 200) {
-    throw new InvalidJobsOptionError('instanceId', value, 'must be a non-empty string of at most 200 characters');
+    throw new InvalidJobsOptionError(
+      'instanceId',
+      value,
+      'must be a non-empty string of at most 200 characters',
+    );
   }
   return value;
 }
@@ -127,15 +175,21 @@ function integer(option: string, value: unknown, min: number): number {
 
 function seconds(option: string, value: unknown, fallback: number, zeroAllowed = false): number {
   if (value === undefined) return fallback;
-  const ok = typeof value === 'number' && Number.isFinite(value) && (zeroAllowed ? value >= 0 : value > 0);
+  const ok =
+    typeof value === 'number' && Number.isFinite(value) && (zeroAllowed ? value >= 0 : value > 0);
   if (!ok) {
-    throw new InvalidJobsOptionError(option, value, `must be a ${zeroAllowed ? 'non-negative' : 'positive'} number of seconds`);
+    throw new InvalidJobsOptionError(
+      option,
+      value,
+      `must be a ${zeroAllowed ? 'non-negative' : 'positive'} number of seconds`,
+    );
   }
   return value;
 }
 
 function flag(option: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new InvalidJobsOptionError(option, value, 'must be a boolean');
+  if (typeof value !== 'boolean')
+    throw new InvalidJobsOptionError(option, value, 'must be a boolean');
   return value;
 }

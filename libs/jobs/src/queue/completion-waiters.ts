@@ -90,7 +90,9 @@ export class CompletionWaiters {
 
   rejectAll(): void {
     if (this.waiters.size > 0) {
-      this.logger.warn(`Rejecting ${this.waiters.size} job promise(s): the module is shutting down.`);
+      this.logger.warn(
+        `Rejecting ${this.waiters.size} job promise(s): the module is shutting down.`,
+      );
     }
     for (const [id, waiter] of this.waiters) {
       clearTimeout(waiter.timer);

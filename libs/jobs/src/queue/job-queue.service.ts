@@ -62,9 +62,17 @@ export class JobQueueService {
     if (jobs.length === 0) return [];
     const managers = new Set(jobs.map((job) => job?.manager));
     if (managers.size > 1) {
-      throw new InvalidJobOptionsError('manager', '(several)', 'must be the same for every job of a batch');
+      throw new InvalidJobOptionsError(
+        'manager',
+        '(several)',
+        'must be the same for every job of a batch',
+      );
     }
-    return this.insert(jobs, jobs[0]?.manager, jobs.some((job) => job?.notify ?? true));
+    return this.insert(
+      jobs,
+      jobs[0]?.manager,
+      jobs.some((job) => job?.notify ?? true),
+    );
   }
 
   /** A job by id, pending or ended; `null` if there is none. */
@@ -92,7 +100,9 @@ export class JobQueueService {
     notify: boolean,
   ): Promise<AddedJob[]> {
     const jobs = options.map((job) => validateJob(job, this.defaults));
-    const promises = new Map(jobs.filter((job) => job.awaited).map((job) => [job.id, this.waiters.wait(job.id)]));
+    const promises = new Map(
+      jobs.filter((job) => job.awaited).map((job) => [job.id, this.waiters.wait(job.id)]),
+    );
     try {
       const inserted = await this.insertRows(manager ?? this.db.pool, jobs, notify);
       return jobs.map((job) => {
@@ -146,11 +156,15 @@ export class JobQueueService {
       const conflicting = remaining.filter((job) => !insertedIds.has(job.id));
       if (conflicting.length === 0) break;
       if (round >= 3) {
-        throw new Error(`Could not enqueue ${conflicting.length} job(s): their unique keys kept changing hands.`);
+        throw new Error(
+          `Could not enqueue ${conflicting.length} job(s): their unique keys kept changing hands.`,
+        );
       }
-      const pending = await queryRows<{ id: string; uniqueKey: string }>(executor, this.sql.pendingByUniqueKey, [
-        conflicting.map((job) => job.uniqueKey),
-      ]);
+      const pending = await queryRows<{ id: string; uniqueKey: string }>(
+        executor,
+        this.sql.pendingByUniqueKey,
+        [conflicting.map((job) => job.uniqueKey)],
+      );
       const byKey = new Map(pending.map((row) => [row.uniqueKey, row.id]));
       for (const job of conflicting) {
         const id = byKey.get(job.uniqueKey!);

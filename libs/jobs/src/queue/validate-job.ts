@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { InvalidJobOptionsError, InvalidPayloadError, UnknownTaskError } from '../errors/jobs.errors.js';
+import {
+  InvalidJobOptionsError,
+  InvalidPayloadError,
+  UnknownTaskError,
+} from '../errors/jobs.errors.js';
 import type { AddJobOptions } from './add-job-options.interface.js';
 
 /** A job that passed every check, ready for the insert. */
@@ -45,7 +49,11 @@ export function validateJob(options: AddJobOptions, defaults: JobDefaults): Vali
   }
   for (const key of Object.keys(options)) {
     if (!KNOWN_KEYS.has(key)) {
-      throw new InvalidJobOptionsError(key, (options as unknown as Record<string, unknown>)[key], 'is not an option');
+      throw new InvalidJobOptionsError(
+        key,
+        (options as unknown as Record<string, unknown>)[key],
+        'is not an option',
+      );
     }
   }
   const { task } = options;
@@ -64,7 +72,10 @@ export function validateJob(options: AddJobOptions, defaults: JobDefaults): Vali
     throw new InvalidJobOptionsError('priority', options.priority, 'must be a 32-bit integer');
   }
   const { waitUntil } = options;
-  if (waitUntil !== undefined && !(waitUntil instanceof Date && !Number.isNaN(waitUntil.getTime()))) {
+  if (
+    waitUntil !== undefined &&
+    !(waitUntil instanceof Date && !Number.isNaN(waitUntil.getTime()))
+  ) {
     throw new InvalidJobOptionsError('waitUntil', waitUntil, 'must be a valid Date');
   }
   const { uniqueKey } = options;
@@ -105,7 +116,8 @@ function assertJsonSafe(value: unknown, path: string, ancestors: Set<object>): v
     case 'boolean':
       return;
     case 'number':
-      if (!Number.isFinite(value)) throw new InvalidPayloadError(path, `is ${value}, which JSON turns into null`);
+      if (!Number.isFinite(value))
+        throw new InvalidPayloadError(path, `is ${value}, which JSON turns into null`);
       return;
     case 'bigint':
       throw new InvalidPayloadError(path, 'is a BigInt; pass it as a string');
@@ -130,7 +142,10 @@ function assertJsonSafe(value: unknown, path: string, ancestors: Set<object>): v
   } else {
     const proto = Object.getPrototypeOf(object);
     if (proto !== Object.prototype && proto !== null) {
-      throw new InvalidPayloadError(path, `is a ${proto?.constructor?.name ?? 'class'} instance, not plain data`);
+      throw new InvalidPayloadError(
+        path,
+        `is a ${proto?.constructor?.name ?? 'class'} instance, not plain data`,
+      );
     }
     for (const [key, item] of Object.entries(object)) {
       if (item !== undefined) assertJsonSafe(item, `${path}.${key}`, ancestors);

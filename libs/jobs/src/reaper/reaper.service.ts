@@ -46,7 +46,12 @@ export class ReaperService {
     // A dead instance's jobs wait `instanceTimeout` plus up to one interval; with the seed's
     // five-minute `scheduledCheck` alone the heartbeats would buy little.
     const intervalSeconds = Math.min(options.scheduledCheck, options.instanceTimeout / 2);
-    this.tick = new Tick('Reaping stale jobs', intervalSeconds * 1000, () => this.reapStaleJobs(), this.logger);
+    this.tick = new Tick(
+      'Reaping stale jobs',
+      intervalSeconds * 1000,
+      () => this.reapStaleJobs(),
+      this.logger,
+    );
   }
 
   /** Requeues (or, with no attempts left, ends) abandoned `active` jobs; returns how many it requeued. */
@@ -77,17 +82,23 @@ export class ReaperService {
       const reasons = Object.entries(result.reasons)
         .map(([reason, count]) => `${count} ${reason}`)
         .join(', ');
-      this.logger.warn(`Found ${result.stranded} interrupted job(s) (${reasons}), ${result.requeued} of them requeued.`);
+      this.logger.warn(
+        `Found ${result.stranded} interrupted job(s) (${reasons}), ${result.requeued} of them requeued.`,
+      );
     }
     if (result.forgotten.length > 0) {
-      this.logger.warn(`Presumed dead (no heartbeat for ${instanceTimeout}s): ${result.forgotten.join(', ')}.`);
+      this.logger.warn(
+        `Presumed dead (no heartbeat for ${instanceTimeout}s): ${result.forgotten.join(', ')}.`,
+      );
     }
     return result.requeued;
   }
 
   /** @internal Reaps once (before this instance claims anything), then on every interval. */
   async start(): Promise<void> {
-    await this.reapStaleJobs().catch((err: Error) => this.logger.warn(`Reaping stale jobs failed: ${err.message}`));
+    await this.reapStaleJobs().catch((err: Error) =>
+      this.logger.warn(`Reaping stale jobs failed: ${err.message}`),
+    );
     this.tick.start();
   }
 

@@ -133,7 +133,10 @@ export class JobRunner {
     const task = this.registry.get(job.task);
     let failure: Error | undefined;
     try {
-      if (!task) throw new Error(`No handler for task "${job.task}" on instance ${this.options.instanceId}.`);
+      if (!task)
+        throw new Error(
+          `No handler for task "${job.task}" on instance ${this.options.instanceId}.`,
+        );
       const timeout = task.options.timeout ?? this.options.taskTimeout;
       await runWithTimeout(
         (signal) =>
@@ -157,7 +160,9 @@ export class JobRunner {
     } catch (err) {
       // The database refused to hear how the attempt went; the history row still says active,
       // which is what the reaper looks for.
-      this.logger.warn(`Could not record the end of job ${job.id} (${job.task}): ${toError(err).message}`);
+      this.logger.warn(
+        `Could not record the end of job ${job.id} (${job.task}): ${toError(err).message}`,
+      );
     }
   }
 
@@ -197,7 +202,9 @@ export class JobRunner {
     // Jobs that claim brings back are launched before it resolves, so they are drained too.
     await this.claimInFlight;
     if (this.running.size > 0) {
-      this.logger.log(`Waiting up to ${this.options.shutdownTimeout}s for ${this.running.size} running job(s).`);
+      this.logger.log(
+        `Waiting up to ${this.options.shutdownTimeout}s for ${this.running.size} running job(s).`,
+      );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, this.options.shutdownTimeout * 1000);
         this.idle = () => {

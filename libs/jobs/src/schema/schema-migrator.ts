@@ -19,7 +19,9 @@ export class SchemaMigrator {
     client.on('error', (err) => this.logger.warn(`Migration connection error: ${err.message}`));
     await client.connect();
     try {
-      await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [`nestjs-pg-jobs:migrate:${name}`]);
+      await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [
+        `nestjs-pg-jobs:migrate:${name}`,
+      ]);
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoted}`);
       await client.query(
         `CREATE TABLE IF NOT EXISTS ${quoted}.migrations (

@@ -1,0 +1,50 @@
+import 'reflect-metadata';
+import { resolve } from 'node:path';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { startEmbeddedPostgres } from '../tools/dev-database.js';
+import { AppModule } from './app.module.js';
+
+/**
+ * The example app. With `DATABASE_URL` set it uses that database; without, it starts an embedded
+ * PostgreSQL whose data stays in `.data/example-pg`, so a restart keeps the jobs.
+ */
+async function main(): Promise<void> {
+  const logger = new Logger('Example');
+  let stopDatabase = async () => undefined as unknown;
+  if (!process.env.DATABASE_URL) {
+    const dataDir = resolve(process.env.EXAMPLE_DATA_DIR ?? '.data/example-pg');
+    logger.log(
+      `DATABASE_URL is not set: starting an embedded PostgreSQL with its data in ${dataDir}`,
+    );
+    const server = await startEmbeddedPostgres(dataDir);
+    process.env.DATABASE_URL = server.url;
+    stopDatabase = () => server.stop();
+  }
+
+  const app = await NestFactory.create(AppModule);
+  app.enableShutdownHooks();
+  const port = Number(process.env.PORT ?? 3000);
+  await app.listen(port, '127.0.0.1');
+  logger.log(
+    `Listening on http://127.0.0.1:${port}: POST /jobs {"name":"Ada"} enqueues a greeting, GET /jobs/:id shows it.`,
+  );
+
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      // Nest's shutdown hooks drain the queue first; the database goes last.
+      setImmediate(
+        () =>
+          void app
+            .close()
+            .finally(() => stopDatabase())
+            .finally(() => process.exit(0)),
+      );
+    });
+  }
+}
+
+void main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,44 @@
+// Builds the publishable library into dist/jobs: compiled ESM with declarations, and a
+// package.json whose `exports` a user installs as `nestjs-pg-jobs`.
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+
+const root = new URL('../', import.meta.url);
+const out = new URL('dist/jobs/', root);
+const monorepo = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'));
+const pin = (name) => monorepo.dependencies[name];
+
+rmSync(out, { recursive: true, force: true });
+execFileSync(
+  process.execPath,
+  ['node_modules/typescript/bin/tsc', '-p', 'libs/jobs/tsconfig.lib.json'],
+  {
+    cwd: root,
+    stdio: 'inherit',
+  },
+);
+
+const manifest = {
+  name: 'nestjs-pg-jobs',
+  version: monorepo.version,
+  description: monorepo.description,
+  license: monorepo.license,
+  type: 'module',
+  engines: monorepo.engines,
+  exports: { '.': { types: './index.d.ts', import: './index.js' } },
+  main: './index.js',
+  types: './index.d.ts',
+  sideEffects: false,
+  dependencies: { 'cron-parser': pin('cron-parser'), poolifier: pin('poolifier') },
+  peerDependencies: {
+    '@nestjs/common': '^12.0.0',
+    '@nestjs/core': '^12.0.0',
+    pg: '^8.11.0',
+    'reflect-metadata': '^0.2.0',
+    rxjs: '^7.1.0',
+    typeorm: '^1.0.0',
+  },
+};
+writeFileSync(new URL('package.json', out), JSON.stringify(manifest, null, 2) + '\n');
+copyFileSync(new URL('README.md', root), new URL('README.md', out));
+console.log(`Built ${manifest.name}@${manifest.version} into dist/jobs`);
