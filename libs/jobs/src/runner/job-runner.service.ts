@@ -8,9 +8,13 @@ import { channelFor } from '../notify/job-events.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
+import { retryWhileUnreachable } from './retry-while-unreachable.js';
 import { runWithTimeout } from './run-with-timeout.js';
 import { runnerSql } from './runner.sql.js';
 import type { ClaimedJob, RunnerSql } from './runner.sql.js';
+
+/** How long shutdown keeps trying to give unfinished attempts back to an unreachable database. */
+const RELEASE_RETRY_MS = 5_000;
 
 interface RunningAttempt {
   readonly job: ClaimedJob;
@@ -167,21 +171,25 @@ export class JobRunner {
   }
 
   private async recordSuccess(job: ClaimedJob): Promise<void> {
-    const rows = await this.db.query(this.sql.complete, [job.id, this.channel, job.attempt]);
-    if (rows.length === 0) return this.reportFenced(job, 'completed');
+    const { value: rows, retried } = await this.writeEnding(job, 'the completion', () =>
+      this.db.query(this.sql.complete, [job.id, this.channel, job.attempt]),
+    );
+    if (rows.length === 0) return this.reportFenced(job, 'completed', retried);
     this.waiters.settle({ id: job.id, state: 'completed' });
   }
 
   private async recordFailure(job: ClaimedJob, failure: Error): Promise<void> {
-    const rows = await this.db.query<{ retried: boolean }>(this.sql.fail, [
-      job.id,
-      this.channel,
-      job.attempt,
-      failure.message,
-      this.options.retryBackoff,
-      this.options.instanceId,
-    ]);
-    if (rows.length === 0) return this.reportFenced(job, 'failed');
+    const { value: rows, retried: writeRetried } = await this.writeEnding(job, 'the failure', () =>
+      this.db.query<{ retried: boolean }>(this.sql.fail, [
+        job.id,
+        this.channel,
+        job.attempt,
+        failure.message,
+        this.options.retryBackoff,
+        this.options.instanceId,
+      ]),
+    );
+    if (rows.length === 0) return this.reportFenced(job, 'failed', writeRetried);
     const retried = rows[0].retried;
     this.logger.warn(
       `Job ${job.id} (${job.task}) failed on attempt ${job.attempt}: ${failure.message}` +
@@ -190,10 +198,25 @@ export class JobRunner {
     if (!retried) this.waiters.settle({ id: job.id, state: 'failed', error: failure.message });
   }
 
-  private reportFenced(job: ClaimedJob, outcome: string): void {
+  /**
+   * An attempt's ending is written for as long as the database stays unreachable: the result is
+   * kept if the database comes back before a reaper presumed this instance dead (the write is
+   * fenced either way). Shutdown releasing the attempt ends the retries.
+   */
+  private writeEnding<T>(job: ClaimedJob, what: string, write: () => Promise<T>) {
+    return retryWhileUnreachable(
+      `${what} of job ${job.id} (${job.task}, attempt ${job.attempt})`,
+      write,
+      () => this.running.get(job.id)?.released ?? true,
+      this.logger,
+    );
+  }
+
+  private reportFenced(job: ClaimedJob, outcome: string, retried = false): void {
     this.logger.warn(
       `Job ${job.id} (${job.task}) ${outcome} on attempt ${job.attempt}, but that attempt is no longer the ` +
-        'active one (it was reaped or released); the result is dropped.',
+        'active one (it was reaped or released); the result is dropped.' +
+        (retried ? ' (An earlier try lost its connection and may have recorded it.)' : ''),
     );
   }
 
@@ -220,12 +243,21 @@ export class JobRunner {
       attempt.released = true;
       attempt.controller.abort(new JobsShutdownError());
     }
-    const requeued = await this.db.query(this.sql.release, [
-      unfinished.map((attempt) => attempt.job.id),
-      unfinished.map((attempt) => attempt.job.attempt),
-      this.options.instanceId,
-      `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
-    ]);
+    // Bounded: if the database stays away, the attempts stay active and peers reap them once this
+    // instance's heartbeat is older than instanceTimeout.
+    const releaseDeadline = Date.now() + RELEASE_RETRY_MS;
+    const { value: requeued } = await retryWhileUnreachable(
+      `the release of ${unfinished.length} unfinished job(s)`,
+      () =>
+        this.db.query(this.sql.release, [
+          unfinished.map((attempt) => attempt.job.id),
+          unfinished.map((attempt) => attempt.job.attempt),
+          this.options.instanceId,
+          `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
+        ]),
+      () => Date.now() > releaseDeadline,
+      this.logger,
+    );
     this.logger.warn(`Requeued ${requeued.length} job(s) still running at shutdown.`);
   }
 }
