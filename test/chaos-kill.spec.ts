@@ -5,7 +5,6 @@ import { activeJobsOf, backendCount, createExecutionsTable } from './fixtures/in
 import { startInstanceProcess } from './fixtures/instance/instance-process.js';
 import type { InstanceProcess } from './fixtures/instance/instance-process.js';
 
-const db = useTestDatabase();
 const JOBS = 2_000;
 const INSTANCE_TIMEOUT = 2;
 const REAPER_INTERVAL = 0.5;
@@ -26,16 +25,20 @@ const liveness = {
 let instances: InstanceProcess[] = [];
 let enqueuer: JobsApp;
 
+// Declared before the database: Jest runs afterAll hooks in declaration order, and the apps
+// must close while their database still exists.
+afterAll(async () => {
+  await enqueuer?.close();
+  await Promise.all(instances.map((instance) => instance.stop()));
+});
+const db = useTestDatabase();
+
 beforeAll(async () => {
   await createExecutionsTable(db);
   enqueuer = await startJobsApp(db.url, {
     options: { runJobs: false, allowUnknownTasks: true, instanceId: 'chaos-enqueuer' },
   });
 }, 30_000);
-afterAll(async () => {
-  await enqueuer?.close();
-  await Promise.all(instances.map((instance) => instance.stop()));
-});
 
 async function completedCount(): Promise<number> {
   const [row] = await db.query<{ n: number }>(

@@ -5,7 +5,6 @@ import { createExecutionsTable } from './fixtures/instance/database.js';
 import { startInstanceProcess } from './fixtures/instance/instance-process.js';
 import type { InstanceProcess } from './fixtures/instance/instance-process.js';
 
-const db = useTestDatabase();
 const liveness = {
   heartbeatInterval: 0.25,
   instanceTimeout: 1.5,
@@ -18,6 +17,14 @@ let paused: InstanceProcess;
 let survivor: InstanceProcess;
 let enqueuer: JobsApp;
 
+// Declared before the database: Jest runs afterAll hooks in declaration order, and the apps
+// must close while their database still exists.
+afterAll(async () => {
+  await enqueuer?.close();
+  await Promise.all([paused?.stop(), survivor?.stop()]);
+});
+const db = useTestDatabase();
+
 beforeAll(async () => {
   await createExecutionsTable(db);
   enqueuer = await startJobsApp(db.url, {
@@ -26,10 +33,6 @@ beforeAll(async () => {
   // The survivor boots only once the job runs on the other: the job has exactly one place to start.
   paused = await startInstanceProcess(db.url, { ...liveness, instanceId: 'fencing-paused' });
 }, 90_000);
-afterAll(async () => {
-  await enqueuer?.close();
-  await Promise.all([paused?.stop(), survivor?.stop()]);
-});
 
 it('drops and reports the late result of an instance paused past instanceTimeout', async () => {
   // The first attempt outlasts the pause; the second is quick.

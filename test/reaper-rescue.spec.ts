@@ -5,7 +5,6 @@ import { backendCount, createExecutionsTable } from './fixtures/instance/databas
 import { startInstanceProcess } from './fixtures/instance/instance-process.js';
 import type { InstanceProcess } from './fixtures/instance/instance-process.js';
 
-const db = useTestDatabase();
 const INSTANCE_TIMEOUT = 1.5;
 const REAPER_INTERVAL = 0.25;
 const liveness = {
@@ -19,6 +18,14 @@ const liveness = {
 let instances: InstanceProcess[] = [];
 let enqueuer: JobsApp;
 
+// Declared before the database: Jest runs afterAll hooks in declaration order, and the apps
+// must close while their database still exists.
+afterAll(async () => {
+  await enqueuer?.close();
+  await Promise.all(instances.map((instance) => instance.stop()));
+});
+const db = useTestDatabase();
+
 beforeAll(async () => {
   await createExecutionsTable(db);
   instances = await Promise.all(
@@ -30,10 +37,6 @@ beforeAll(async () => {
     options: { runJobs: false, allowUnknownTasks: true, instanceId: 'rescue-enqueuer' },
   });
 }, 90_000);
-afterAll(async () => {
-  await enqueuer?.close();
-  await Promise.all(instances.map((instance) => instance.stop()));
-});
 
 it('runs a killed instance’s job again on a survivor within instanceTimeout + one reaper interval', async () => {
   const { id } = await enqueuer.queue.addJob({ task: 'record', payload: { ms: [60_000, 10] } });

@@ -77,10 +77,14 @@ export class JobsLifecycle
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all([this.runner.stop(), this.reaper.stop()]);
-    // Only once drained: until then the instance still vouches for its running jobs.
-    await this.heartbeat.stop();
-    this.waiters.rejectAll();
+    try {
+      await Promise.all([this.runner.stop(), this.reaper.stop()]);
+    } finally {
+      // Only once drained: until then the instance still vouches for its running jobs. And even if
+      // draining failed: a heartbeat left ticking would keep the process alive.
+      await this.heartbeat.stop();
+      this.waiters.rejectAll();
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {

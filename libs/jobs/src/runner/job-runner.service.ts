@@ -246,18 +246,25 @@ export class JobRunner {
     // Bounded: if the database stays away, the attempts stay active and peers reap them once this
     // instance's heartbeat is older than instanceTimeout.
     const releaseDeadline = Date.now() + RELEASE_RETRY_MS;
-    const { value: requeued } = await retryWhileUnreachable(
-      `the release of ${unfinished.length} unfinished job(s)`,
-      () =>
-        this.db.query(this.sql.release, [
-          unfinished.map((attempt) => attempt.job.id),
-          unfinished.map((attempt) => attempt.job.attempt),
-          this.options.instanceId,
-          `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
-        ]),
-      () => Date.now() > releaseDeadline,
-      this.logger,
-    );
-    this.logger.warn(`Requeued ${requeued.length} job(s) still running at shutdown.`);
+    try {
+      const { value: requeued } = await retryWhileUnreachable(
+        `the release of ${unfinished.length} unfinished job(s)`,
+        () =>
+          this.db.query(this.sql.release, [
+            unfinished.map((attempt) => attempt.job.id),
+            unfinished.map((attempt) => attempt.job.attempt),
+            this.options.instanceId,
+            `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
+          ]),
+        () => Date.now() > releaseDeadline,
+        this.logger,
+      );
+      this.logger.warn(`Requeued ${requeued.length} job(s) still running at shutdown.`);
+    } catch (err) {
+      this.logger.warn(
+        `Could not requeue ${unfinished.length} job(s) still running at shutdown (${toError(err).message}); ` +
+          'they stay active until a peer reaps them, instanceTimeout after this instance is last heard of.',
+      );
+    }
   }
 }
