@@ -65,6 +65,7 @@ export class InstanceHeartbeat {
       this.options.instanceId,
       this.host,
       process.pid,
+      this.options.instanceTimeout,
     ]);
     this.registration = row;
     this.tick.start();
@@ -86,6 +87,7 @@ export class InstanceHeartbeat {
         this.host,
         process.pid,
         registration.startedAt,
+        this.options.instanceTimeout,
       ]);
     } catch (err) {
       if (this.healthySince !== undefined) {

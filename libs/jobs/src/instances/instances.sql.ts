@@ -17,12 +17,12 @@ export function instancesSql({ quoted: s }: SchemaName) {
      * with the same id left behind. Jobs that earlier life left `active` started before this
      * `startedAt`, which is how the reaper knows they are orphans although the id is alive.
      *
-     * $1 id $2 hostname $3 pid
+     * $1 id $2 hostname $3 pid $4 instanceTimeout
      */
     register: `
-      INSERT INTO ${s}.instances (id, hostname, pid) VALUES ($1, $2, $3)
+      INSERT INTO ${s}.instances (id, hostname, pid, "instanceTimeout") VALUES ($1, $2, $3, $4)
       ON CONFLICT (id) DO UPDATE SET hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
-        "startedAt" = now(), "heartbeatAt" = now()
+        "instanceTimeout" = EXCLUDED."instanceTimeout", "startedAt" = now(), "heartbeatAt" = now()
       RETURNING "startedAt"::text AS "startedAt"`,
 
     /**
@@ -30,11 +30,12 @@ export function instancesSql({ quoted: s }: SchemaName) {
      * reaper presumed it dead). The row is put back with this life's `startedAt`, so jobs claimed
      * in this life are never taken for an earlier life's.
      *
-     * $1 id $2 hostname $3 pid $4 startedAt
+     * $1 id $2 hostname $3 pid $4 startedAt $5 instanceTimeout
      */
     heartbeat: `
       WITH previous AS (SELECT "heartbeatAt" FROM ${s}.instances WHERE id = $1)
-      INSERT INTO ${s}.instances (id, hostname, pid, "startedAt") VALUES ($1, $2, $3, $4::timestamptz)
+      INSERT INTO ${s}.instances (id, hostname, pid, "startedAt", "instanceTimeout")
+      VALUES ($1, $2, $3, $4::timestamptz, $5)
       ON CONFLICT (id) DO UPDATE SET "heartbeatAt" = now()
       RETURNING (SELECT extract(epoch FROM now() - "heartbeatAt")::float8 FROM previous) AS "silentFor"`,
 

@@ -76,7 +76,7 @@ export class ReaperService {
       judgePeers,
       `No instance reported on this job within ${staleJobTimeout}s (staleJobTimeout); it was presumed abandoned.`,
       'Instance %s restarted while this attempt was active; the attempt was abandoned with its earlier life.',
-      `Instance %s stopped heartbeating for over ${instanceTimeout}s (instanceTimeout) while running this attempt; it was presumed dead.`,
+      'Instance %s stopped heartbeating for over %ss (its instanceTimeout) while running this attempt; it was presumed dead.',
     ]);
     if (result.stranded > 0) {
       const reasons = Object.entries(result.reasons)
@@ -88,7 +88,7 @@ export class ReaperService {
     }
     if (result.forgotten.length > 0) {
       this.logger.warn(
-        `Presumed dead (no heartbeat for ${instanceTimeout}s): ${result.forgotten.join(', ')}.`,
+        `Presumed dead (no heartbeat within their instanceTimeout): ${result.forgotten.join(', ')}.`,
       );
     }
     return result.requeued;

@@ -14,7 +14,8 @@ export function reaperSql({ quoted: s }: SchemaName) {
      * - `restarted`: it started before its instance's current registration, so an earlier life of
      *   that id left it behind;
      * - `silent` (fast path, only when $6): neither its instance nor the attempt itself has been
-     *   heard of for `instanceTimeout` (no heartbeat, or no registration at all). Counting from the
+     *   heard of for the instance's own `instanceTimeout` (this reaper's, $1, for an instance with
+     *   no registration at all). Counting from the
      *   attempt's start too means a job claimed just before its instance's row was put back is not
      *   taken for an orphan.
      *
@@ -25,11 +26,11 @@ export function reaperSql({ quoted: s }: SchemaName) {
      *
      * $1 instanceTimeout $2 staleJobTimeout $3 requeuedBy $4 channel $5 newJob notification
      * $6 judge instances by heartbeat $7 stale message $8 restarted message (format, %s = instance)
-     * $9 silent message (format, %s = instance)
+     * $9 silent message (format, %s = instance, %s = its instanceTimeout)
      */
     reap: `
       WITH candidates AS (
-        SELECT h.id, h.attempt, h."executedBy",
+        SELECT h.id, h.attempt, h."executedBy", coalesce(i."instanceTimeout", $1) AS timeout,
           CASE WHEN h."startedAt" < ${olderThan('$2')} THEN 'stale'
                WHEN h."startedAt" < i."startedAt" THEN 'restarted'
                ELSE 'silent' END AS reason
@@ -37,14 +38,14 @@ export function reaperSql({ quoted: s }: SchemaName) {
         WHERE h.state = 'active' AND (
           h."startedAt" < ${olderThan('$2')}
           OR h."startedAt" < i."startedAt"
-          OR ($6 AND GREATEST(i."heartbeatAt", h."startedAt") < ${olderThan('$1')})
+          OR ($6 AND GREATEST(i."heartbeatAt", h."startedAt") < ${olderThan('coalesce(i."instanceTimeout", $1)')})
         )
       ), stranded AS (
         UPDATE ${s}."jobHistory" h
         SET state = 'interrupted', "completedAt" = now(), "updatedAt" = now(),
             "lastErrorMessage" = CASE c.reason WHEN 'stale' THEN $7
                                                WHEN 'restarted' THEN format($8, h."executedBy")
-                                               ELSE format($9, h."executedBy") END
+                                               ELSE format($9, h."executedBy", c.timeout) END
         FROM candidates c
         WHERE h.id = c.id AND h.state = 'active' AND h.attempt = c.attempt
           AND h."executedBy" IS NOT DISTINCT FROM c."executedBy"
@@ -62,7 +63,7 @@ export function reaperSql({ quoted: s }: SchemaName) {
                                                'error', left("lastErrorMessage", 2000))::text)
         FROM stranded WHERE awaited AND attempt > "maxRetries"
       ), forgotten AS (
-        DELETE FROM ${s}.instances WHERE $6 AND "heartbeatAt" < ${olderThan('$1')}
+        DELETE FROM ${s}.instances WHERE $6 AND "heartbeatAt" < ${olderThan('"instanceTimeout"')}
         RETURNING id
       )
       SELECT (SELECT count(*) FROM stranded)::int AS stranded,

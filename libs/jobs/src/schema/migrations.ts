@@ -84,7 +84,9 @@ export const MIGRATIONS: readonly Migration[] = [
         hostname text,
         pid integer,
         "startedAt" timestamptz NOT NULL DEFAULT now(),
-        "heartbeatAt" timestamptz NOT NULL DEFAULT now()
+        "heartbeatAt" timestamptz NOT NULL DEFAULT now(),
+        -- Its own instanceTimeout: peers configured differently still judge it by what it promised.
+        "instanceTimeout" double precision NOT NULL
       );
       -- The reaper looks up the instance of every active job.
       CREATE INDEX job_history_active_executed_by ON ${s}."jobHistory" ("executedBy") WHERE state = 'active';
