@@ -30,6 +30,8 @@ export class InstanceHeartbeat {
    * healthy all along: it has no earlier view of the database to distrust.
    */
   private healthySince: number | undefined = -Infinity;
+  /** When (monotonic ms) a heartbeat last succeeded: one that hangs neither fails nor succeeds. */
+  private lastBeatAt = performance.now();
   private stopping?: Promise<void>;
 
   constructor(
@@ -53,9 +55,12 @@ export class InstanceHeartbeat {
    * one `instanceTimeout` of working heartbeats gives the live ones time to be heard again.
    */
   get canJudgePeers(): boolean {
+    const now = performance.now();
+    const timeoutMs = this.options.instanceTimeout * 1000;
     return (
       this.healthySince !== undefined &&
-      performance.now() - this.healthySince >= this.options.instanceTimeout * 1000
+      now - this.healthySince >= timeoutMs &&
+      now - this.lastBeatAt < timeoutMs
     );
   }
 
@@ -68,6 +73,7 @@ export class InstanceHeartbeat {
       this.options.instanceTimeout,
     ]);
     this.registration = row;
+    this.lastBeatAt = performance.now();
     this.tick.start();
   }
 
@@ -98,10 +104,15 @@ export class InstanceHeartbeat {
       this.healthySince = undefined;
       return;
     }
-    if (this.healthySince === undefined) {
-      this.logger.log('Heartbeat reached the database again.');
-      this.healthySince = performance.now();
+    const now = performance.now();
+    if (
+      this.healthySince === undefined ||
+      now - this.lastBeatAt >= this.options.instanceTimeout * 1000
+    ) {
+      if (this.healthySince === undefined) this.logger.log('Heartbeat reached the database again.');
+      this.healthySince = now;
     }
+    this.lastBeatAt = now;
     if (silentFor === null || silentFor > this.options.instanceTimeout) {
       this.logger.warn(
         `Instance ${this.options.instanceId} was presumed dead: ` +
