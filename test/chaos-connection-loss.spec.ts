@@ -1,19 +1,14 @@
-import { startJobsApp, waitFor } from './support/jobs-app.js';
+import { waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
+import { fastLiveness, startEnqueuer } from './fixtures/instance/liveness.js';
 import { backendCount, createExecutionsTable } from './fixtures/instance/database.js';
 import { startInstanceProcess } from './fixtures/instance/instance-process.js';
 import type { InstanceProcess } from './fixtures/instance/instance-process.js';
 import { TcpProxy } from './fixtures/instance/tcp-proxy.js';
 
-const liveness = {
-  heartbeatInterval: 0.25,
-  instanceTimeout: 1.5,
-  scheduledCheck: 0.25,
-  pollingCheck: 0.2,
-  workers: 1,
-  concurrency: 4,
-};
+const INSTANCE_TIMEOUT = 1.5;
+const liveness = fastLiveness(INSTANCE_TIMEOUT, 0.25, 4);
 let enqueuer: JobsApp;
 const instances: InstanceProcess[] = [];
 const proxies: TcpProxy[] = [];
@@ -30,9 +25,7 @@ const db = useTestDatabase();
 
 beforeAll(async () => {
   await createExecutionsTable(db);
-  enqueuer = await startJobsApp(db.url, {
-    options: { runJobs: false, allowUnknownTasks: true, instanceId: 'loss-enqueuer' },
-  });
+  enqueuer = await startEnqueuer(db.url, 'loss-enqueuer');
 }, 30_000);
 
 async function states(ids: string[]): Promise<Record<string, number>> {
@@ -117,7 +110,7 @@ it('keeps the result of a job that finished while the database was unreachable',
   await waitFor('the outage to outlast instanceTimeout', () =>
     instance.logs.some((line) => line.message.includes('Heartbeat failed')),
   );
-  await new Promise((resolve) => setTimeout(resolve, liveness.instanceTimeout * 1000));
+  await new Promise((resolve) => setTimeout(resolve, INSTANCE_TIMEOUT * 1000));
   await proxy.up();
 
   await waitFor('the job to be recorded', async () => (await states([id])).completed === 1, 20_000);

@@ -1,6 +1,7 @@
-import { startJobsApp, waitFor } from './support/jobs-app.js';
+import { waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
+import { fastLiveness, startEnqueuer, useCleanup } from './fixtures/instance/liveness.js';
 import { activeJobsOf, backendCount, createExecutionsTable } from './fixtures/instance/database.js';
 import { startInstanceProcess } from './fixtures/instance/instance-process.js';
 import type { InstanceProcess } from './fixtures/instance/instance-process.js';
@@ -14,30 +15,16 @@ const REAPER_INTERVAL = 0.5;
  * which is all the seed's reaper had to go on.
  */
 const DEADLINE_MS = 90_000 + 2 * (INSTANCE_TIMEOUT + REAPER_INTERVAL) * 1000;
-const liveness = {
-  heartbeatInterval: 0.4,
-  instanceTimeout: INSTANCE_TIMEOUT,
-  scheduledCheck: REAPER_INTERVAL,
-  pollingCheck: 0.2,
-  workers: 1,
-  concurrency: 8,
-};
+const liveness = fastLiveness(INSTANCE_TIMEOUT, REAPER_INTERVAL, 8);
 let instances: InstanceProcess[] = [];
 let enqueuer: JobsApp;
 
-// Declared before the database: Jest runs afterAll hooks in declaration order, and the apps
-// must close while their database still exists.
-afterAll(async () => {
-  await enqueuer?.close();
-  await Promise.all(instances.map((instance) => instance.stop()));
-});
+const track = useCleanup();
 const db = useTestDatabase();
 
 beforeAll(async () => {
   await createExecutionsTable(db);
-  enqueuer = await startJobsApp(db.url, {
-    options: { runJobs: false, allowUnknownTasks: true, instanceId: 'chaos-enqueuer' },
-  });
+  enqueuer = track(await startEnqueuer(db.url, 'chaos-enqueuer'));
 }, 30_000);
 
 async function completedCount(): Promise<number> {
@@ -72,7 +59,7 @@ it('completes every job despite two instances killed mid-run, re-running only wh
   const startedAt = Date.now();
   instances = await Promise.all(
     ['chaos-a', 'chaos-b', 'chaos-c'].map((instanceId) =>
-      startInstanceProcess(db.url, { ...liveness, instanceId }),
+      startInstanceProcess(db.url, { ...liveness, instanceId }).then(track),
     ),
   );
   const ids: string[] = [];

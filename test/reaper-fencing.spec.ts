@@ -1,37 +1,23 @@
-import { startJobsApp, waitFor } from './support/jobs-app.js';
+import { waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
+import { fastLiveness, startEnqueuer, useCleanup } from './fixtures/instance/liveness.js';
 import { createExecutionsTable } from './fixtures/instance/database.js';
 import { startInstanceProcess } from './fixtures/instance/instance-process.js';
 import type { InstanceProcess } from './fixtures/instance/instance-process.js';
 
-const liveness = {
-  heartbeatInterval: 0.25,
-  instanceTimeout: 1.5,
-  scheduledCheck: 0.25,
-  pollingCheck: 0.2,
-  workers: 1,
-  concurrency: 2,
-};
+const liveness = fastLiveness(1.5, 0.25, 2);
 let paused: InstanceProcess;
-let survivor: InstanceProcess;
 let enqueuer: JobsApp;
 
-// Declared before the database: Jest runs afterAll hooks in declaration order, and the apps
-// must close while their database still exists.
-afterAll(async () => {
-  await enqueuer?.close();
-  await Promise.all([paused?.stop(), survivor?.stop()]);
-});
+const track = useCleanup();
 const db = useTestDatabase();
 
 beforeAll(async () => {
   await createExecutionsTable(db);
-  enqueuer = await startJobsApp(db.url, {
-    options: { runJobs: false, allowUnknownTasks: true, instanceId: 'fencing-enqueuer' },
-  });
+  enqueuer = track(await startEnqueuer(db.url, 'fencing-enqueuer'));
   // The survivor boots only once the job runs on the other: the job has exactly one place to start.
-  paused = await startInstanceProcess(db.url, { ...liveness, instanceId: 'fencing-paused' });
+  paused = track(await startInstanceProcess(db.url, { ...liveness, instanceId: 'fencing-paused' }));
 }, 90_000);
 
 it('drops and reports the late result of an instance paused past instanceTimeout', async () => {
@@ -42,7 +28,7 @@ it('drops and reports the late result of an instance paused past instanceTimeout
     return rows.length === 1;
   });
   paused.signal('SIGSTOP');
-  survivor = await startInstanceProcess(db.url, { ...liveness, instanceId: 'fencing-survivor' });
+  track(await startInstanceProcess(db.url, { ...liveness, instanceId: 'fencing-survivor' }));
 
   await waitFor(
     'the survivor to complete the job',

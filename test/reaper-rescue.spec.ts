@@ -1,41 +1,28 @@
-import { startJobsApp, waitFor } from './support/jobs-app.js';
+import { waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
+import { fastLiveness, startEnqueuer, useCleanup } from './fixtures/instance/liveness.js';
 import { backendCount, createExecutionsTable } from './fixtures/instance/database.js';
 import { startInstanceProcess } from './fixtures/instance/instance-process.js';
 import type { InstanceProcess } from './fixtures/instance/instance-process.js';
 
 const INSTANCE_TIMEOUT = 1.5;
 const REAPER_INTERVAL = 0.25;
-const liveness = {
-  heartbeatInterval: 0.25,
-  instanceTimeout: INSTANCE_TIMEOUT,
-  scheduledCheck: REAPER_INTERVAL,
-  pollingCheck: 0.2,
-  workers: 1,
-  concurrency: 2,
-};
+const liveness = fastLiveness(INSTANCE_TIMEOUT, REAPER_INTERVAL, 2);
 let instances: InstanceProcess[] = [];
 let enqueuer: JobsApp;
 
-// Declared before the database: Jest runs afterAll hooks in declaration order, and the apps
-// must close while their database still exists.
-afterAll(async () => {
-  await enqueuer?.close();
-  await Promise.all(instances.map((instance) => instance.stop()));
-});
+const track = useCleanup();
 const db = useTestDatabase();
 
 beforeAll(async () => {
   await createExecutionsTable(db);
   instances = await Promise.all(
     ['rescue-a', 'rescue-b'].map((instanceId) =>
-      startInstanceProcess(db.url, { ...liveness, instanceId }),
+      startInstanceProcess(db.url, { ...liveness, instanceId }).then(track),
     ),
   );
-  enqueuer = await startJobsApp(db.url, {
-    options: { runJobs: false, allowUnknownTasks: true, instanceId: 'rescue-enqueuer' },
-  });
+  enqueuer = track(await startEnqueuer(db.url, 'rescue-enqueuer'));
 }, 90_000);
 
 it('runs a killed instance’s job again on a survivor within instanceTimeout + one reaper interval', async () => {
