@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
-import { JobsModule } from 'nestjs-pg-jobs';
+import { JobsAdminModule, JobsMetricsModule, JobsModule } from 'nestjs-pg-jobs';
+import { AdminGuard } from './admin/admin.guard.js';
+import { FailureAlertsService } from './alerts/failure-alerts.service.js';
 import { GreetingService } from './greeting/greeting.service.js';
 import { SendGreetingTask } from './greeting/send-greeting.task.js';
 import { JobsController } from './jobs.controller.js';
@@ -11,12 +13,32 @@ import { JobsController } from './jobs.controller.js';
       useFactory: () => ({
         connection: process.env.DATABASE_URL,
         schema: 'example_jobs',
+        pollingCheck: 1,
+        scheduledCheck: 60,
         retryBackoff: 2,
         maxRetries: 2,
+        // A day of history for the dashboard; older endings are pruned in batches.
+        historyExpiration: 86400,
+        // A cron schedule: every quarter hour, one greeting, on one instance of the cluster.
+        schedules: [
+          {
+            name: 'quarterHourlyGreeting',
+            task: 'sendGreeting',
+            cron: '*/15 * * * *',
+            payload: { name: 'the quarter hour' },
+          },
+        ],
+        // TODO(worker threads, lead): once worker tasks are on main, set `workers` and
+        //   `workerModule` here and add a `@JobTask({ name: 'renderReport', worker: true })`
+        //   task under src/reports/ to show a CPU-bound job off the event loop.
       }),
     }),
+    // The dashboard and its API at /jobs-admin, for whoever AdminGuard lets in.
+    JobsAdminModule.forRoot({ path: 'jobs-admin', guard: AdminGuard }),
+    // Prometheus metrics at /metrics.
+    JobsMetricsModule.forRoot({ path: 'metrics' }),
   ],
   controllers: [JobsController],
-  providers: [GreetingService, SendGreetingTask],
+  providers: [GreetingService, SendGreetingTask, FailureAlertsService],
 })
 export class AppModule {}

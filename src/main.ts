@@ -26,8 +26,12 @@ async function main(): Promise<void> {
   app.enableShutdownHooks();
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port, '127.0.0.1');
+  const base = `http://127.0.0.1:${port}`;
   logger.log(
-    `Listening on http://127.0.0.1:${port}: POST /jobs {"name":"Ada"} enqueues a greeting, GET /jobs/:id shows it.`,
+    `Listening on ${base}: POST /jobs {"name":"Ada"} enqueues a greeting, GET /jobs/:id shows it.`,
+  );
+  logger.log(
+    `Jobs dashboard: ${base}/jobs-admin (${process.env.ADMIN_PASSWORD ? 'user "admin", password ADMIN_PASSWORD' : 'from this machine only; set ADMIN_PASSWORD for Basic auth'}). Metrics: ${base}/metrics`,
   );
 
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {

@@ -29,7 +29,11 @@ const manifest = {
   main: './index.js',
   types: './index.d.ts',
   sideEffects: false,
-  dependencies: { 'cron-parser': pin('cron-parser'), poolifier: pin('poolifier') },
+  dependencies: {
+    'cron-parser': pin('cron-parser'),
+    poolifier: pin('poolifier'),
+    'prom-client': pin('prom-client'),
+  },
   peerDependencies: {
     '@nestjs/common': '^12.0.0',
     '@nestjs/core': '^12.0.0',

@@ -34,7 +34,7 @@ export async function startJobsApp(
 }
 
 /** Warnings and errors only: they are what a failing test needs to explain itself. */
-const quietLogger = {
+export const quietLogger = {
   log: () => undefined,
   debug: () => undefined,
   verbose: () => undefined,

@@ -11,4 +11,21 @@ export { JobQueueService } from './queue/job-queue.service.js';
 export type { AddJobOptions, AddedJob } from './queue/add-job-options.interface.js';
 export type { JobInfo, JobState } from './queue/job-info.interface.js';
 export { ReaperService } from './reaper/reaper.service.js';
+export { CronPlannerService } from './cron/cron-planner.service.js';
+export type {
+  CronScheduleOptions,
+  MissedSlotPolicy,
+  ScheduleInfo,
+  ScheduleSource,
+} from './cron/cron-schedule.interface.js';
 export * from './errors/jobs.errors.js';
+export { JobEventsService } from './events/job-events.service.js';
+export type * from './events/job-lifecycle-event.interface.js';
+export { RetentionService } from './retention/retention.service.js';
+export { JobsMetricsModule } from './metrics/jobs-metrics.module.js';
+export { JobsMetrics } from './metrics/jobs-metrics.js';
+export type { JobsMetricsModuleOptions } from './metrics/jobs-metrics-options.interface.js';
+export { JobsAdminModule } from './admin/jobs-admin.module.js';
+export { JobsAdminService } from './admin/jobs-admin.service.js';
+export type { TaskStats } from './admin/jobs-admin.service.js';
+export type { JobsAdminModuleOptions } from './admin/jobs-admin-options.interface.js';

@@ -5,6 +5,7 @@ import type {
   OnApplicationShutdown,
   OnModuleInit,
 } from '@nestjs/common';
+import { CronPlannerService } from './cron/cron-planner.service.js';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
 import { InstanceHeartbeat } from './instances/instance-heartbeat.service.js';
@@ -13,15 +14,16 @@ import { JOBS_OPTIONS } from './options/resolved-options.js';
 import type { ResolvedJobsOptions } from './options/resolved-options.js';
 import { CompletionWaiters } from './queue/completion-waiters.js';
 import { ReaperService } from './reaper/reaper.service.js';
+import { RetentionService } from './retention/retention.service.js';
 import { JobRunner } from './runner/job-runner.service.js';
 import { SchemaMigrator } from './schema/schema-migrator.js';
 
 /**
  * Starts and stops the module's parts in an order that loses nothing:
- * - init: the schema is brought up to date and the task handlers are found, so a bad handler
- *   fails the boot;
+ * - init: the schema is brought up to date and the task handlers and static schedules are
+ *   found, so a bad handler or schedule fails the boot;
  * - bootstrap (the app is ready): listen, register the instance and start heartbeating, reap
- *   what a previous life left behind, then claim;
+ *   what a previous life left behind, plan the cron slots (catch-up runs included), then claim;
  * - before shutdown: stop claiming and drain while the connections (ours and a shared
  *   DataSource) are still open, then deregister;
  * - shutdown: close the connections this module owns.
@@ -40,6 +42,8 @@ export class JobsLifecycle
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
     @Inject(JobRunner) private readonly runner: JobRunner,
     @Inject(ReaperService) private readonly reaper: ReaperService,
+    @Inject(RetentionService) private readonly retention: RetentionService,
+    @Inject(CronPlannerService) private readonly planner: CronPlannerService,
     @Inject(InstanceHeartbeat) private readonly heartbeat: InstanceHeartbeat,
   ) {}
 
@@ -49,6 +53,7 @@ export class JobsLifecycle
       if (this.options.migrate) await migrator.migrate();
       else await migrator.assertCurrent();
       this.registry.discover();
+      this.planner.prepare();
     } catch (err) {
       // Nest runs no shutdown hook for a boot that failed: the pool would outlive the app.
       await this.db.close();
@@ -69,6 +74,8 @@ export class JobsLifecycle
     // Registered before anything is claimed: a peer's reaper takes an unregistered executor for dead.
     await this.heartbeat.start();
     if (this.options.runJobs) await this.reaper.start();
+    await this.planner.start();
+    if (this.options.runJobs) this.retention.start();
     this.runner.start();
     this.logger.log(
       `Started instance ${this.options.instanceId} (schema ${this.db.schema.name}, ` +
@@ -78,7 +85,12 @@ export class JobsLifecycle
 
   async beforeApplicationShutdown(): Promise<void> {
     try {
-      await Promise.all([this.runner.stop(), this.reaper.stop()]);
+      await Promise.all([
+        this.runner.stop(),
+        this.reaper.stop(),
+        this.planner.stop(),
+        this.retention.stop(),
+      ]);
     } finally {
       // Only once drained: until then the instance still vouches for its running jobs. And even if
       // draining failed: a heartbeat left ticking would keep the process alive.

@@ -1,8 +1,11 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { CronPlannerService } from './cron/cron-planner.service.js';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
 import { InstanceHeartbeat } from './instances/instance-heartbeat.service.js';
+import { JobEvents } from './events/job-events.js';
+import { JobEventsService } from './events/job-events.service.js';
 import { JobsLifecycle } from './jobs.lifecycle.js';
 import { JOBS_MODULE_OPTIONS, JobsConfigurableModule } from './jobs.module-definition.js';
 import { NotificationListener } from './notify/notification-listener.js';
@@ -13,6 +16,7 @@ import type { ResolvedJobsOptions } from './options/resolved-options.js';
 import { CompletionWaiters } from './queue/completion-waiters.js';
 import { JobQueueService } from './queue/job-queue.service.js';
 import { ReaperService } from './reaper/reaper.service.js';
+import { RetentionService } from './retention/retention.service.js';
 import { JobRunner } from './runner/job-runner.service.js';
 
 /**
@@ -41,12 +45,16 @@ import { JobRunner } from './runner/job-runner.service.js';
     TaskRegistry,
     NotificationListener,
     CompletionWaiters,
+    JobEvents,
+    JobEventsService,
     JobQueueService,
     JobRunner,
     InstanceHeartbeat,
     ReaperService,
+    RetentionService,
+    CronPlannerService,
     JobsLifecycle,
   ],
-  exports: [JobQueueService, ReaperService],
+  exports: [JobQueueService, ReaperService, CronPlannerService, JobEventsService, RetentionService],
 })
 export class JobsModule extends JobsConfigurableModule {}

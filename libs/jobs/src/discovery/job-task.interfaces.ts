@@ -1,3 +1,5 @@
+import type { MissedSlotPolicy } from '../cron/cron-schedule.interface.js';
+
 /**
  * What a running task knows about its job.
  *
@@ -41,4 +43,15 @@ export interface JobTaskOptions {
   maxRetries?: number;
   /** Seconds an attempt of this task may run. Default: the module's `taskTimeout`. */
   timeout?: number;
+  /**
+   * Runs the task on this cron schedule, once per slot across all instances (a static schedule
+   * named after the task; see `CronScheduleOptions` for the expression, zones and DST).
+   */
+  cron?: string;
+  /** IANA time zone of `cron`. Default `'UTC'`. */
+  timezone?: string;
+  /** Payload of the jobs `cron` plans. Default `{}`. */
+  payload?: unknown;
+  /** What happens to slots missed while no instance was planning. Default `'skip'`. */
+  missedSlots?: MissedSlotPolicy;
 }

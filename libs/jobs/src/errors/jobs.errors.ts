@@ -64,6 +64,47 @@ export class InvalidTaskHandlerError extends JobsError {}
 /** The database schema is missing or older than this library, and `migrate` is off. */
 export class SchemaNotMigratedError extends JobsError {}
 
+/**
+ * A cron schedule (from `schedules`, `@JobTask({ cron })` or `CronPlannerService.setSchedule`) is
+ * invalid. Thrown at boot for static schedules and at the call for dynamic ones; nothing was written.
+ */
+export class InvalidScheduleError extends JobsError {
+  constructor(
+    readonly schedule: string,
+    readonly field: string,
+    readonly value: unknown,
+    expectation: string,
+  ) {
+    super(
+      `Schedule ${JSON.stringify(schedule)}: "${field}" ${expectation}; got ${describe(value)}. Nothing was written.`,
+    );
+  }
+}
+
+/** A schedule's cron expression cannot be parsed, or has neither 5 nor 6 fields. */
+export class InvalidCronExpressionError extends InvalidScheduleError {
+  constructor(schedule: string, expression: unknown, reason: string) {
+    super(
+      schedule,
+      'cron',
+      expression,
+      `must be a cron expression of 5 fields (minute hour day month weekday) or 6 (with seconds first), ${reason}`,
+    );
+  }
+}
+
+/** A schedule's time zone is not an IANA zone this runtime knows. */
+export class InvalidTimeZoneError extends InvalidScheduleError {
+  constructor(schedule: string, timezone: unknown) {
+    super(
+      schedule,
+      'timezone',
+      timezone,
+      'must be an IANA time zone such as "Europe/Berlin" or "UTC"',
+    );
+  }
+}
+
 /** A job awaited with `promise: true` ended failed (no retries left) or was interrupted for good. */
 export class JobFailedError extends JobsError {
   constructor(

@@ -10,3 +10,11 @@ export const DEFAULT_SHUTDOWN_TIMEOUT = 30;
 export const DEFAULT_PROMISE_TIMEOUT = 600;
 export const DEFAULT_HEARTBEAT_INTERVAL = 5;
 export const DEFAULT_INSTANCE_TIMEOUT = 30;
+/** Seconds ahead the cron planner plans each schedule's slots (the seed's 24 h). */
+export const DEFAULT_SCHEDULE_HORIZON = 86_400;
+/** Slots of one schedule a planning round plans at most (the seed's cap). */
+export const DEFAULT_MAX_PLANNED_SLOTS = 10;
+/** Seconds ended jobs stay in `jobHistory` (the seed's `historyExpiration`, as Wiki.js ships it: 25 h). */
+export const DEFAULT_HISTORY_EXPIRATION = 90000;
+/** Rows one pruning statement deletes at most. */
+export const DEFAULT_HISTORY_PRUNE_BATCH_SIZE = 1000;

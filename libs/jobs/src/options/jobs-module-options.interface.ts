@@ -1,5 +1,6 @@
 import type { PoolConfig } from 'pg';
 import type { DataSource } from 'typeorm';
+import type { CronScheduleOptions } from '../cron/cron-schedule.interface.js';
 
 /**
  * Options of `JobsModule.forRoot()` / `forRootAsync()`. Durations are in seconds, as in the seed's
@@ -49,8 +50,33 @@ export interface JobsModuleOptions {
   shutdownTimeout?: number;
   /** Seconds an `addJob({ promise: true })` caller waits before its promise rejects. Default 600. */
   promiseTimeout?: number;
+  /**
+   * Seconds an ended job (completed, failed, cancelled, interrupted for good) stays in `jobHistory`
+   * before it is pruned, in batches, on every `scheduledCheck`. Default 90000 (25 h); `0` keeps
+   * history forever.
+   */
+  historyExpiration?: number;
+  /** Rows one pruning statement deletes at most, so pruning never holds long locks. Default 1000. */
+  historyPruneBatchSize?: number;
   /** Accept `addJob` for tasks this instance has no handler for (instances that only enqueue). */
   allowUnknownTasks?: boolean;
   /** Claim and run jobs on this instance. Default `true`; `false` makes an enqueue-only instance. */
   runJobs?: boolean;
+  /**
+   * Cron schedules declared in code, written to the database at boot (see `CronScheduleOptions`).
+   * A bad expression, time zone or payload fails the boot.
+   */
+  schedules?: readonly CronScheduleOptions[];
+  /**
+   * Seconds ahead the planner plans each schedule's slots. Default 86400 (24 h). Together with
+   * `maxPlannedSlots` it bounds how much is planned: a slot is planned once it is among a
+   * schedule's next `maxPlannedSlots` slots and within the horizon.
+   */
+  scheduleHorizon?: number;
+  /**
+   * The most slots of one schedule planned ahead. Default 10. A frequent schedule stays covered as
+   * long as `maxPlannedSlots` slots last longer than `scheduledCheck`; otherwise slots are missed
+   * (see `missedSlots`).
+   */
+  maxPlannedSlots?: number;
 }

@@ -17,6 +17,8 @@ describe('resolveJobsOptions', () => {
       staleJobTimeout: 3600,
       runJobs: true,
       allowUnknownTasks: false,
+      historyExpiration: 90000,
+      historyPruneBatchSize: 1000,
     });
     expect(resolved.workers).toBeGreaterThanOrEqual(1);
     expect(resolved.concurrency).toBe(resolved.workers);
@@ -82,5 +84,26 @@ describe('resolveJobsOptions', () => {
     expect(() =>
       resolveJobsOptions({ connection: 'x', heartbeatInterval: value as never }),
     ).toThrow('JobsModule option "heartbeatInterval" must be a positive number of seconds');
+  });
+});
+
+describe('history retention options', () => {
+  it('accepts 0 as "keep history forever"', () => {
+    expect(resolveJobsOptions({ connection: 'x', historyExpiration: 0 }).historyExpiration).toBe(0);
+  });
+
+  it.each([
+    [
+      { historyExpiration: -1 },
+      '"historyExpiration" must be a non-negative number of seconds; got -1',
+    ],
+    [
+      { historyExpiration: '1d' },
+      '"historyExpiration" must be a non-negative number of seconds; got "1d"',
+    ],
+    [{ historyPruneBatchSize: 0 }, '"historyPruneBatchSize" must be an integer >= 1; got 0'],
+    [{ historyPruneBatchSize: 1.5 }, '"historyPruneBatchSize" must be an integer >= 1; got 1.5'],
+  ])('refuses %j', (options, message) => {
+    expect(() => resolveJobsOptions({ connection: 'x', ...(options as object) })).toThrow(message);
   });
 });

@@ -1,6 +1,9 @@
+import { assertOptionsObject } from '../common/assert-options-object.js';
 import { availableParallelism, hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { PoolConfig } from 'pg';
+import { validateSchedule } from '../cron/validate-schedule.js';
+import type { ValidatedSchedule } from '../cron/validate-schedule.js';
 import { toSchemaName } from '../database/schema-name.js';
 import { InvalidJobsOptionError } from '../errors/jobs.errors.js';
 import * as defaults from './defaults.js';
@@ -25,8 +28,13 @@ const KNOWN_OPTIONS = new Set<string>([
   'instanceTimeout',
   'shutdownTimeout',
   'promiseTimeout',
+  'historyExpiration',
+  'historyPruneBatchSize',
   'allowUnknownTasks',
   'runJobs',
+  'schedules',
+  'scheduleHorizon',
+  'maxPlannedSlots',
 ]);
 
 /**
@@ -34,18 +42,7 @@ const KNOWN_OPTIONS = new Set<string>([
  * option and the value it was given.
  */
 export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOptions {
-  if (options === null || typeof options !== 'object') {
-    throw new InvalidJobsOptionError('(options)', options, 'must be an object');
-  }
-  for (const key of Object.keys(options)) {
-    if (!KNOWN_OPTIONS.has(key)) {
-      throw new InvalidJobsOptionError(
-        key,
-        (options as Record<string, unknown>)[key],
-        'is not an option',
-      );
-    }
-  }
+  assertOptionsObject(options, KNOWN_OPTIONS, InvalidJobsOptionError);
   const workers = resolveWorkers(options.workers);
   return {
     ...resolveConnection(options),
@@ -85,8 +82,30 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
       options.promiseTimeout,
       defaults.DEFAULT_PROMISE_TIMEOUT,
     ),
+    historyExpiration: seconds(
+      'historyExpiration',
+      options.historyExpiration,
+      defaults.DEFAULT_HISTORY_EXPIRATION,
+      true,
+    ),
+    historyPruneBatchSize: integer(
+      'historyPruneBatchSize',
+      options.historyPruneBatchSize ?? defaults.DEFAULT_HISTORY_PRUNE_BATCH_SIZE,
+      1,
+    ),
     allowUnknownTasks: flag('allowUnknownTasks', options.allowUnknownTasks, false),
     runJobs: flag('runJobs', options.runJobs, true),
+    schedules: resolveSchedules(options.schedules),
+    scheduleHorizon: seconds(
+      'scheduleHorizon',
+      options.scheduleHorizon,
+      defaults.DEFAULT_SCHEDULE_HORIZON,
+    ),
+    maxPlannedSlots: integer(
+      'maxPlannedSlots',
+      options.maxPlannedSlots ?? defaults.DEFAULT_MAX_PLANNED_SLOTS,
+      1,
+    ),
   };
 }
 
@@ -147,6 +166,14 @@ function resolveLiveness(
     );
   }
   return { heartbeatInterval, instanceTimeout };
+}
+
+/** Each schedule throws its own typed error (`InvalidCronExpressionError`, ...), naming the schedule. */
+function resolveSchedules(value: unknown): readonly ValidatedSchedule[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value))
+    throw new InvalidJobsOptionError('schedules', value, 'must be an array of schedules');
+  return value.map((schedule) => validateSchedule(schedule, 'static'));
 }
 
 function resolveWorkers(value: unknown): number {

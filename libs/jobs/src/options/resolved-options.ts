@@ -1,5 +1,6 @@
 import type { PoolConfig } from 'pg';
 import type { DataSource } from 'typeorm';
+import type { ValidatedSchedule } from '../cron/validate-schedule.js';
 import type { SchemaName } from '../database/schema-name.js';
 
 /** `JobsModuleOptions` after validation, with every default applied. Internal. */
@@ -21,8 +22,13 @@ export interface ResolvedJobsOptions {
   readonly instanceTimeout: number;
   readonly shutdownTimeout: number;
   readonly promiseTimeout: number;
+  readonly historyExpiration: number;
+  readonly historyPruneBatchSize: number;
   readonly allowUnknownTasks: boolean;
   readonly runJobs: boolean;
+  readonly schedules: readonly ValidatedSchedule[];
+  readonly scheduleHorizon: number;
+  readonly maxPlannedSlots: number;
 }
 
 /** Injection token of the `ResolvedJobsOptions`. */

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { JobsDatabase, queryRows } from '../database/jobs-database.js';
 import type { SqlExecutor } from '../database/jobs-database.js';
 import { InvalidJobOptionsError } from '../errors/jobs.errors.js';
+import { JobEvents } from '../events/job-events.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
@@ -35,6 +36,7 @@ export class JobQueueService {
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
     @Inject(TaskRegistry) registry: TaskRegistry,
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
+    @Inject(JobEvents) private readonly events: JobEvents,
   ) {
     this.sql = queueSql(db.schema);
     this.channel = channelFor(db.schema);
@@ -88,9 +90,13 @@ export class JobQueueService {
    */
   async cancelJob(id: string): Promise<boolean> {
     assertJobId(id);
-    const rows = await this.db.query<{ id: string }>(this.sql.cancelJob, [id, this.channel]);
+    const rows = await this.db.query<{ id: string; task: string }>(this.sql.cancelJob, [
+      id,
+      this.channel,
+    ]);
     if (rows.length === 0) return false;
     this.waiters.settle({ id, state: 'cancelled' });
+    this.events.cancelled(rows[0]);
     return true;
   }
 
@@ -105,6 +111,7 @@ export class JobQueueService {
     );
     try {
       const inserted = await this.insertRows(manager ?? this.db.pool, jobs, notify);
+      this.events.added(jobs.filter((job) => !inserted.has(job)));
       return jobs.map((job) => {
         const id = inserted.get(job) ?? job.id;
         const deduplicated = id !== job.id;

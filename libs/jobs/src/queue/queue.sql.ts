@@ -60,12 +60,12 @@ export function queueSql({ quoted: s }: SchemaName) {
                "createdAt", now()
         FROM removed
         ON CONFLICT (id) DO UPDATE SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now()
-        RETURNING id, awaited
+        RETURNING id, task, awaited
       ), told AS (
         SELECT pg_notify($2, json_build_object('event', 'jobCompleted', 'id', id, 'state', 'cancelled')::text)
         FROM recorded WHERE awaited
       )
-      SELECT id, (SELECT count(*) FROM told) AS told FROM recorded`,
+      SELECT id, task, (SELECT count(*) FROM told) AS told FROM recorded`,
 
     /** The awaited jobs among $1 that have ended for good: what a missed notification would have said. */
     endedJobs: `

@@ -1,3 +1,4 @@
+import { assertOptionsObject } from '../common/assert-options-object.js';
 import { randomUUID } from 'node:crypto';
 import {
   InvalidJobOptionsError,
@@ -44,18 +45,7 @@ const KNOWN_KEYS = new Set<string>([
 
 /** Every check of an `addJob` argument, in one place, before anything touches the database. */
 export function validateJob(options: AddJobOptions, defaults: JobDefaults): ValidatedJob {
-  if (options === null || typeof options !== 'object') {
-    throw new InvalidJobOptionsError('(options)', options, 'must be an object');
-  }
-  for (const key of Object.keys(options)) {
-    if (!KNOWN_KEYS.has(key)) {
-      throw new InvalidJobOptionsError(
-        key,
-        (options as unknown as Record<string, unknown>)[key],
-        'is not an option',
-      );
-    }
-  }
+  assertOptionsObject(options, KNOWN_KEYS, InvalidJobOptionsError);
   const { task } = options;
   if (typeof task !== 'string' || task.length === 0) {
     throw new InvalidJobOptionsError('task', task, 'must be a non-empty string');

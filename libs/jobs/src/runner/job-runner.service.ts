@@ -4,10 +4,12 @@ import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JobsShutdownError } from '../errors/jobs.errors.js';
+import { JobEvents } from '../events/job-events.js';
 import { channelFor } from '../notify/job-events.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
+import { CompletionBatcher } from './completion-batcher.js';
 import { retryWhileUnreachable } from './retry-while-unreachable.js';
 import { runWithTimeout } from './run-with-timeout.js';
 import { runnerSql } from './runner.sql.js';
@@ -41,7 +43,9 @@ export class JobRunner {
   private readonly sql: RunnerSql;
   private readonly channel: string;
   private readonly poll: Tick;
+  private readonly completions: CompletionBatcher;
   private claimInFlight?: Promise<void>;
+  private claimScheduled = false;
   private wakeRequested = false;
   private backlog = false;
   private started = false;
@@ -53,9 +57,11 @@ export class JobRunner {
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
     @Inject(TaskRegistry) private readonly registry: TaskRegistry,
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
+    @Inject(JobEvents) private readonly events: JobEvents,
   ) {
     this.sql = runnerSql(db.schema);
     this.channel = channelFor(db.schema);
+    this.completions = new CompletionBatcher(db, this.sql.complete, this.channel);
     this.poll = new Tick(
       'Polling for due jobs',
       options.pollingCheck * 1000,
@@ -80,14 +86,26 @@ export class JobRunner {
     this.wake();
   }
 
-  /** Asks for a claim now: on a notification, a poll, or when capacity frees up with a backlog. */
+  /**
+   * Asks for a claim: on a notification, a poll, or when capacity frees up with a backlog. The
+   * claim starts on the next turn of the event loop, once every attempt that ended in this one
+   * has given back its slot, so that one claim takes them all.
+   */
   wake(): void {
     if (!this.started || this.stopping) return;
-    if (this.claimInFlight) {
-      this.wakeRequested = true;
-      return;
-    }
-    this.claimInFlight = this.claimWhileCapacity().finally(() => (this.claimInFlight = undefined));
+    // A claim in flight sees this when it returns, and claims again.
+    this.wakeRequested = true;
+    if (this.claimInFlight || this.claimScheduled) return;
+    this.claimScheduled = true;
+    setImmediate(() => {
+      this.claimScheduled = false;
+      if (this.stopping || this.claimInFlight) return;
+      this.claimInFlight = this.claimWhileCapacity().finally(() => {
+        this.claimInFlight = undefined;
+        // Asked for between the claim's last look and now.
+        if (this.wakeRequested) this.wake();
+      });
+    });
   }
 
   /**
@@ -117,7 +135,9 @@ export class JobRunner {
         for (const job of jobs) this.launch(job);
       } while ((this.wakeRequested || this.backlog) && !this.stopping);
     } catch (err) {
-      // Nothing was claimed: the statement rolled back, so the jobs are still queued. The poll retries.
+      // Nothing was claimed: the statement rolled back, so the jobs are still queued. The poll
+      // retries, rather than every wake-up hammering a database that is down.
+      this.wakeRequested = false;
       this.logger.warn(`Claiming jobs failed: ${toError(err).message}`);
     }
   }
@@ -125,6 +145,7 @@ export class JobRunner {
   private launch(job: ClaimedJob): void {
     const attempt: RunningAttempt = { job, controller: new AbortController(), released: false };
     this.running.set(job.id, attempt);
+    this.events.started(job);
     void this.execute(attempt).finally(() => {
       this.running.delete(job.id);
       if (this.running.size === 0) this.idle?.();
@@ -171,10 +192,11 @@ export class JobRunner {
   }
 
   private async recordSuccess(job: ClaimedJob): Promise<void> {
-    const { value: rows, retried } = await this.writeEnding(job, 'the completion', () =>
-      this.db.query(this.sql.complete, [job.id, this.channel, job.attempt]),
+    const { value: recorded, retried } = await this.writeEnding(job, 'the completion', () =>
+      this.completions.complete(job),
     );
-    if (rows.length === 0) return this.reportFenced(job, 'completed', retried);
+    if (!recorded) return this.reportFenced(job, 'completed', retried);
+    this.events.completed(job);
     this.waiters.settle({ id: job.id, state: 'completed' });
   }
 
@@ -191,6 +213,7 @@ export class JobRunner {
     );
     if (rows.length === 0) return this.reportFenced(job, 'failed', writeRetried);
     const retried = rows[0].retried;
+    this.events.failed(job, failure, retried);
     this.logger.warn(
       `Job ${job.id} (${job.task}) failed on attempt ${job.attempt}: ${failure.message}` +
         (retried ? '; retrying.' : '; no retries left.'),

@@ -30,14 +30,16 @@ export function runnerSql({ quoted: s }: SchemaName) {
      */
     claim: `
       WITH claimed AS (
+        -- = ANY(ARRAY(...)), not IN (...): the planner turns IN into a hash join over a sequential
+        -- scan of the whole queue; the array is computed once and found through the primary key.
         DELETE FROM ${s}.jobs
-        WHERE id IN (
+        WHERE id = ANY(ARRAY(
           SELECT id FROM ${s}.jobs
           WHERE "waitUntil" <= now() AND task = ANY($3::text[])
           ORDER BY priority DESC, "waitUntil", seq
           LIMIT $1
           FOR UPDATE SKIP LOCKED
-        )
+        ))
         RETURNING *
       ), started AS (
         INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
@@ -54,13 +56,20 @@ export function runnerSql({ quoted: s }: SchemaName) {
       FROM claimed
       ORDER BY priority DESC, "waitUntil", seq`,
 
-    /** $1 id $2 channel $3 attempt */
+    /**
+     * Records a batch of successful attempts in one statement (one commit for many jobs: commits,
+     * not statements, are what a busy queue waits on). Returns the ids that were still active; the
+     * others were fenced out.
+     *
+     * $1 id[] $2 channel $3 attempt[]
+     */
     complete: `
       WITH done AS (
-        UPDATE ${s}."jobHistory"
+        UPDATE ${s}."jobHistory" h
         SET state = 'completed', "completedAt" = now(), "updatedAt" = now()
-        WHERE id = $1 AND attempt = $3 AND state = 'active'
-        RETURNING id, state, "lastErrorMessage", awaited
+        FROM unnest($1::uuid[], $3::int[]) AS c(id, attempt)
+        WHERE h.id = c.id AND h.attempt = c.attempt AND h.state = 'active'
+        RETURNING h.id, h.state, h."lastErrorMessage", h.awaited
       )
       SELECT id, (SELECT count(*) FROM (SELECT ${notifyEnd('done')} FROM done WHERE awaited) n) AS told
       FROM done`,

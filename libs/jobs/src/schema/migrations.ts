@@ -74,6 +74,38 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 2,
+    name: 'cron schedules by name, with zone, missed-slot policy and planned slots',
+    sql: ({ quoted: s }) => `
+      ALTER TABLE ${s}."jobSchedule"
+        ALTER COLUMN id SET DEFAULT gen_random_uuid(),
+        ADD COLUMN name text,
+        ADD COLUMN timezone text NOT NULL DEFAULT 'UTC',
+        ADD COLUMN "missedSlots" text NOT NULL DEFAULT 'skip' CHECK ("missedSlots" IN ('skip', 'runOnce')),
+        ADD COLUMN source text NOT NULL DEFAULT 'dynamic' CHECK (source IN ('static', 'dynamic')),
+        -- Bumped on every change: a planning batch only lands on the version it was expanded from.
+        ADD COLUMN version integer NOT NULL DEFAULT 1,
+        -- The latest slot planned: slots after it that are already past were missed.
+        ADD COLUMN "plannedUntil" timestamptz;
+      UPDATE ${s}."jobSchedule" SET name = task || ':' || id WHERE name IS NULL;
+      ALTER TABLE ${s}."jobSchedule"
+        ALTER COLUMN name SET NOT NULL,
+        ADD CONSTRAINT "jobSchedule_name_key" UNIQUE (name);
+
+      -- One row per planned slot. It must outlive the job (a claim deletes the job from jobs): its
+      -- primary key is what stops a later planning round from planning a slot that already ran.
+      CREATE TABLE ${s}."jobScheduleSlot" (
+        schedule text NOT NULL,
+        slot timestamptz NOT NULL,
+        "jobId" uuid NOT NULL,
+        "plannedAt" timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (schedule, slot)
+      );
+      CREATE INDEX job_schedule_slot_slot ON ${s}."jobScheduleSlot" (slot);
+      CREATE INDEX job_schedule_slot_job ON ${s}."jobScheduleSlot" ("jobId");
+    `,
+  },
+  {
     version: 3,
     name: 'create the instances table for liveness',
     sql: ({ quoted: s }) => `

@@ -1,0 +1,124 @@
+/**
+ * The least a Postgres queue can do, in plain `pg`: one table, multi-row inserts, a batched
+ * `DELETE ... FOR UPDATE SKIP LOCKED ... RETURNING` claim, a batched completion write, and
+ * `LISTEN/NOTIFY`. No history, no retries, no fencing: the ceiling the library is measured against.
+ */
+import pg from 'pg';
+import { pollUntil, trackPeakRss } from './stats.js';
+import { BATCH_SIZE, JOBS, LATENCY_GAP_MS, LATENCY_JOBS } from './workloads.js';
+import type { QueueUnderTest } from './workloads.js';
+
+const SCHEMA = `
+  CREATE TABLE q (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, task text NOT NULL,
+                  payload jsonb NOT NULL, run_at timestamptz NOT NULL DEFAULT now());
+  CREATE INDEX q_run_at ON q (run_at, id);
+  CREATE TABLE done (id bigint PRIMARY KEY, finished_at timestamptz NOT NULL DEFAULT now());`;
+const CLAIM = `
+  DELETE FROM q WHERE id IN (SELECT id FROM q WHERE run_at <= now() ORDER BY run_at, id LIMIT $1
+                             FOR UPDATE SKIP LOCKED) RETURNING id, task, payload`;
+const COMPLETE = `INSERT INTO done (id) SELECT unnest($1::bigint[])`;
+
+async function withPool<T>(
+  url: string,
+  size: number,
+  fn: (pool: pg.Pool) => Promise<T>,
+): Promise<T> {
+  const pool = new pg.Pool({ connectionString: url, max: size });
+  pool.on('error', () => undefined);
+  try {
+    await pool.query(SCHEMA).catch(() => undefined);
+    return await fn(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+async function insertBatches(pool: pg.Pool): Promise<void> {
+  for (let offset = 0; offset < JOBS; offset += BATCH_SIZE) {
+    const n = Math.min(BATCH_SIZE, JOBS - offset);
+    await pool.query(
+      `WITH i AS (INSERT INTO q (task, payload) SELECT 'noop', p FROM unnest($1::jsonb[]) p RETURNING 1)
+       SELECT pg_notify('q', '') FROM (SELECT 1 FROM i LIMIT 1) x`,
+      [Array.from({ length: n }, () => '{}')],
+    );
+  }
+}
+
+export const baseline: QueueUnderTest = {
+  enqueueOneByOne: (url) =>
+    withPool(url, 10, async (pool) => {
+      const start = performance.now();
+      for (let i = 0; i < JOBS; i++) {
+        await pool.query(
+          `WITH i AS (INSERT INTO q (task, payload) VALUES ('noop', $1) RETURNING 1) SELECT pg_notify('q', '') FROM i`,
+          ['{}'],
+        );
+      }
+      return performance.now() - start;
+    }),
+
+  enqueueBatches: (url) =>
+    withPool(url, 10, async (pool) => {
+      const start = performance.now();
+      await insertBatches(pool);
+      return performance.now() - start;
+    }),
+
+  drain: (url, concurrency, instances) =>
+    withPool(url, 10 * instances, async (pool) => {
+      await insertBatches(pool);
+      const peak = trackPeakRss();
+      const start = performance.now();
+      let finished = 0;
+      // Each consumer claims a batch the size of its concurrency, "runs" it, records it done.
+      const consumer = async () => {
+        for (;;) {
+          const { rows } = await pool.query(CLAIM, [concurrency]);
+          if (rows.length === 0) return;
+          await Promise.all(rows.map(async () => undefined));
+          await pool.query(COMPLETE, [rows.map((row) => row.id)]);
+          finished += rows.length;
+        }
+      };
+      await Promise.all(Array.from({ length: instances }, consumer));
+      await pollUntil(async () => finished === JOBS, 60_000, 'the baseline drain');
+      return { ms: performance.now() - start, peakRssMiB: peak() };
+    }),
+
+  latency: (url) =>
+    withPool(url, 4, async (pool) => {
+      const listener = new pg.Client({ connectionString: url });
+      listener.on('error', () => undefined);
+      await listener.connect();
+      const addedAt = new Map<string, number>();
+      const samples: number[] = [];
+      let claiming = Promise.resolve();
+      listener.on('notification', () => {
+        claiming = claiming.then(async () => {
+          const { rows } = await pool.query(CLAIM, [10]);
+          const now = performance.now();
+          for (const row of rows) samples.push(now - addedAt.get(String(row.id))!);
+        });
+      });
+      await listener.query('LISTEN q');
+      try {
+        for (let i = 0; i < LATENCY_JOBS; i++) {
+          const sentAt = performance.now();
+          const { rows } = await pool.query(
+            `WITH i AS (INSERT INTO q (task, payload) VALUES ('noop', '{}') RETURNING id)
+             SELECT id, pg_notify('q', '') FROM i`,
+          );
+          addedAt.set(String(rows[0].id), sentAt);
+          await new Promise((resolve) => setTimeout(resolve, LATENCY_GAP_MS));
+        }
+        await pollUntil(
+          async () => samples.length === LATENCY_JOBS,
+          30_000,
+          'baseline latency samples',
+        );
+        return samples;
+      } finally {
+        await listener.end();
+      }
+    }),
+};

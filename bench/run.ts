@@ -1,0 +1,114 @@
+/**
+ * `npm run bench`: every workload for the library and for the plain-pg baseline, in one process
+ * run on one database server, each figure the median of REPETITIONS runs (with min and max), and
+ * each library figure next to its ratio to the baseline. Prints a table and writes the same as
+ * JSON to bench/results/.
+ */
+import 'reflect-metadata';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createDatabase, resolveDatabaseServer } from '../tools/dev-database.js';
+import { baseline } from './baseline.js';
+import { library } from './library.js';
+import { latency, summarise } from './stats.js';
+import type { Figure } from './stats.js';
+import { JOBS, LATENCY_JOBS, REPETITIONS } from './workloads.js';
+import type { QueueUnderTest } from './workloads.js';
+
+interface Row {
+  workload: string;
+  unit: string;
+  /** Higher is better for throughput, lower for latency and memory. */
+  better: 'higher' | 'lower';
+  library: Figure;
+  baseline: Figure;
+}
+
+const server = await resolveDatabaseServer(
+  join(tmpdir(), 'nestjs-pg-jobs-bench', `pg-${process.pid}`),
+);
+
+async function onFreshDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
+  const db = await createDatabase(server.url, 'jobs_bench');
+  try {
+    return await fn(db.url);
+  } finally {
+    await db.drop();
+  }
+}
+
+type Sample = Record<string, number>;
+
+/** One repetition of every workload for one side, as named figures. */
+async function measure(side: QueueUnderTest): Promise<Sample> {
+  const sample: Sample = {};
+  const perSecond = (ms: number) => (JOBS / ms) * 1000;
+  sample['enqueue one by one'] = perSecond(await onFreshDatabase(side.enqueueOneByOne));
+  sample['enqueue in batches'] = perSecond(await onFreshDatabase(side.enqueueBatches));
+  for (const [concurrency, instances] of [
+    [10, 1],
+    [50, 1],
+    [50, 2],
+  ]) {
+    const run = await onFreshDatabase((url) => side.drain(url, concurrency, instances));
+    const name = `drain c=${concurrency} x${instances}`;
+    sample[name] = perSecond(run.ms);
+    sample[`${name} peak RSS`] = run.peakRssMiB;
+  }
+  const lat = latency(await onFreshDatabase(side.latency));
+  sample['latency p50'] = lat.p50;
+  sample['latency p95'] = lat.p95;
+  sample['latency p99'] = lat.p99;
+  sample['latency max'] = lat.max;
+  return sample;
+}
+
+const samples = { library: [] as Sample[], baseline: [] as Sample[] };
+for (let i = 0; i < REPETITIONS; i++) {
+  // Interleaved, so that drift in the machine's load hits both sides alike.
+  samples.baseline.push(await measure(baseline));
+  samples.library.push(await measure(library));
+  console.error(`repetition ${i + 1}/${REPETITIONS} done`);
+}
+await server.stop();
+
+const rows: Row[] = Object.keys(samples.library[0]).map((workload) => {
+  const isLatency = workload.startsWith('latency');
+  const isMemory = workload.endsWith('RSS');
+  return {
+    workload,
+    unit: isLatency ? 'ms' : isMemory ? 'MiB' : 'jobs/s',
+    better: isLatency || isMemory ? 'lower' : 'higher',
+    library: summarise(samples.library.map((s) => s[workload])),
+    baseline: summarise(samples.baseline.map((s) => s[workload])),
+  };
+});
+
+const fmt = (n: number) => (n >= 100 ? Math.round(n).toString() : n.toFixed(2));
+const range = (f: Figure) => `${fmt(f.median)} (${fmt(f.min)}–${fmt(f.max)})`;
+const lines = [
+  `| workload | unit | nestjs-pg-jobs median (min–max) | baseline median (min–max) | library / baseline |`,
+  `| --- | --- | --- | --- | --- |`,
+  ...rows.map(
+    (r) =>
+      `| ${r.workload} | ${r.unit} | ${range(r.library)} | ${range(r.baseline)} | ${(r.library.median / r.baseline.median).toFixed(2)} |`,
+  ),
+];
+console.log(
+  `\n${JOBS} jobs per throughput workload, ${LATENCY_JOBS} for latency, ${REPETITIONS} repetitions, PostgreSQL from ${server.source}.\n`,
+);
+console.log(lines.join('\n'));
+
+const results = new URL('./results/', import.meta.url);
+mkdirSync(results, { recursive: true });
+const file = new URL(`bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`, results);
+writeFileSync(
+  file,
+  JSON.stringify(
+    { date: new Date().toISOString(), jobs: JOBS, repetitions: REPETITIONS, rows },
+    null,
+    2,
+  ),
+);
+console.log(`\nWritten to ${file.pathname}`);

@@ -1,0 +1,177 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The dashboard: one static page, served as is (nothing to build, no assets), that reads the
+ * admin API relative to its own address. Every value from the database is inserted as text
+ * (`textContent`), never as HTML: error messages and payloads are attacker-controllable.
+ * Changing requests carry `X-Jobs-Admin: 1`, which a cross-site form cannot send.
+ */
+const SCRIPT = String.raw`
+"use strict";
+const base = location.pathname.replace(/\/+$/, "");
+const api = (path, init) =>
+  fetch(base + "/api/" + path, Object.assign({ credentials: "same-origin", cache: "no-store" }, init))
+    .then((res) => res.json().then((body) => {
+      if (!res.ok) throw new Error(body && body.message ? body.message : res.statusText);
+      return body;
+    }));
+const $ = (id) => document.getElementById(id);
+function el(tag, attrs, children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "text") node.textContent = value;
+    else if (key === "onclick") node.addEventListener("click", value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children || []) node.append(child);
+  return node;
+}
+const when = (value) => (value ? new Date(value).toLocaleString() : "");
+const secs = (value) => (value === null || value === undefined ? "none" : Math.round(value) + " s");
+const json = (value) => { const text = JSON.stringify(value); return text.length > 120 ? text.slice(0, 117) + "..." : text; };
+function fill(tbody, rows, columns, empty) {
+  tbody.replaceChildren();
+  if (rows.length === 0) {
+    tbody.append(el("tr", {}, [el("td", { colspan: String(columns.length), class: "empty", text: empty })]));
+    return;
+  }
+  for (const row of rows) {
+    tbody.append(el("tr", { "data-job-id": row.id || "" }, columns.map((column) => {
+      const value = column(row);
+      return el("td", {}, [value instanceof Node ? value : document.createTextNode(String(value ?? ""))]);
+    })));
+  }
+}
+function act(action, id) {
+  return api("jobs/" + id + "/" + action, { method: "POST", headers: { "X-Jobs-Admin": "1" } })
+    .then(() => { say(action === "retry" ? "Job " + id + " queued again." : "Job " + id + " cancelled."); return refresh(); })
+    .catch((err) => say(err.message, true));
+}
+function say(text, isError) {
+  const note = $("note");
+  note.textContent = text;
+  note.className = isError ? "error" : "";
+}
+function button(label, action, id) {
+  return el("button", { type: "button", "data-action": action, text: label, onclick: () => act(action, id) });
+}
+function chart(minutes) {
+  const svg = $("chart");
+  const width = 600, height = 120, n = minutes.length || 1, bar = width / n;
+  const max = Math.max(1, ...minutes.map((m) => m.completed + m.failed));
+  const ns = "http://www.w3.org/2000/svg";
+  svg.replaceChildren();
+  minutes.forEach((m, i) => {
+    const done = (m.completed / max) * (height - 10), failed = (m.failed / max) * (height - 10);
+    for (const [h, y, cls] of [[done, height - done, "done"], [failed, height - done - failed, "failed"]]) {
+      if (h <= 0) continue;
+      const rect = document.createElementNS(ns, "rect");
+      rect.setAttribute("x", String(i * bar + 1));
+      rect.setAttribute("y", String(y));
+      rect.setAttribute("width", String(Math.max(1, bar - 2)));
+      rect.setAttribute("height", String(h));
+      rect.setAttribute("class", cls);
+      const title = document.createElementNS(ns, "title");
+      title.textContent = new Date(m.minute).toLocaleTimeString() + ": " + m.completed + " completed, " + m.failed + " failed";
+      rect.append(title);
+      svg.append(rect);
+    }
+  });
+  $("chart-max").textContent = "max " + max + "/min";
+}
+function refresh() {
+  return Promise.all([
+    api("stats"),
+    api("jobs?state=failed&limit=50"),
+    api("jobs?state=pending&limit=50"),
+    api("jobs?state=active&limit=50"),
+    api("jobs?state=completed&limit=20"),
+    api("schedules"),
+    api("throughput?minutes=60"),
+  ]).then(([stats, failed, pending, active, completed, schedules, throughput]) => {
+    const t = stats.totals;
+    for (const key of ["pending", "due", "active", "completed", "failed"]) $("total-" + key).textContent = String(t[key]);
+    $("total-oldest").textContent = secs(t.oldestPendingAgeSeconds);
+    fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => secs(r.oldestPendingAgeSeconds)], "No jobs yet.");
+    fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorMessage || "" }), (r) => when(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
+    fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, (r) => when(r.waitUntil), (r) => r.attempt, (r) => r.lastErrorMessage || "", (r) => button("Cancel", "cancel", r.id)], "Nothing queued.");
+    fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt)], "Nothing running.");
+    fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => when(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : ""], "No completed jobs.");
+    fill($("schedules"), schedules.schedules, [(r) => r.name, (r) => r.task, (r) => r.cron, (r) => r.timezone, (r) => when(r.plannedUntil), (r) => json(r.payload)], "No schedules.");
+    chart(throughput.minutes);
+    $("updated").textContent = "Updated " + new Date().toLocaleTimeString();
+  }).catch((err) => say("Cannot load: " + err.message, true));
+}
+refresh();
+setInterval(refresh, 2000);
+`;
+
+const STYLE = `
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0 1.5rem 2rem; color: #1d2330; }
+h1 { font-size: 1.3rem; margin: 1rem 0 .25rem; } h2 { font-size: 1.05rem; margin: 1.5rem 0 .4rem; }
+.cards { display: flex; gap: .75rem; flex-wrap: wrap; }
+.card { border: 1px solid #d6dae3; border-radius: 6px; padding: .5rem .9rem; min-width: 7rem; }
+.card b { display: block; font-size: 1.4rem; }
+table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid #eceef3; vertical-align: top; }
+th { font-weight: 600; background: #f6f7f9; } td.empty { color: #778; font-style: italic; }
+.error-text, .error { color: #b3261e; } #note { min-height: 1.2rem; margin: .5rem 0; }
+svg rect.done { fill: #2e7d32; } svg rect.failed { fill: #c62828; } svg { background: #fafbfc; border: 1px solid #eceef3; }
+button { cursor: pointer; } small { color: #667; }
+.axis { display: flex; justify-content: space-between; width: 600px; color: #667; font-size: .8rem; }
+.legend-done { color: #2e7d32; } .legend-failed { color: #c62828; }
+`;
+
+export const DASHBOARD_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Jobs dashboard</title>
+<link rel="icon" href="data:,">
+<style>${STYLE}</style>
+</head>
+<body>
+<h1>Jobs</h1>
+<small id="updated">Loading…</small>
+<div id="note" role="status"></div>
+<div class="cards">
+  <div class="card">Pending<b id="total-pending">-</b></div>
+  <div class="card">Due<b id="total-due">-</b></div>
+  <div class="card">Active<b id="total-active">-</b></div>
+  <div class="card">Completed<b id="total-completed">-</b></div>
+  <div class="card">Failed<b id="total-failed">-</b></div>
+  <div class="card">Oldest due job waiting<b id="total-oldest">-</b></div>
+</div>
+<h2>Throughput, last 60 minutes <small><span class="legend-done">completed</span> / <span class="legend-failed">failed</span> per minute, <span id="chart-max"></span></small></h2>
+<svg id="chart" viewBox="0 0 600 120" width="600" height="120" role="img" aria-label="Jobs ended per minute"></svg>
+<div class="axis"><span>60 min ago</span><span>now</span></div>
+<h2>By task</h2>
+<table><thead><tr><th>Task</th><th>Pending</th><th>Due</th><th>Active</th><th>Completed</th><th>Failed</th><th>Oldest due</th></tr></thead><tbody id="tasks"></tbody></table>
+<h2>Failed</h2>
+<table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Error</th><th>Failed at</th><th></th></tr></thead><tbody id="failed"></tbody></table>
+<h2>Pending</h2>
+<table><thead><tr><th>Job</th><th>Task</th><th>Due</th><th>Attempts</th><th>Last error</th><th></th></tr></thead><tbody id="pending"></tbody></table>
+<h2>Running</h2>
+<table><thead><tr><th>Job</th><th>Task</th><th>Attempt</th><th>Instance</th><th>Started</th></tr></thead><tbody id="active"></tbody></table>
+<h2>Recently completed</h2>
+<table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Completed at</th><th>Took</th></tr></thead><tbody id="completed"></tbody></table>
+<h2>Schedules</h2>
+<table><thead><tr><th>Name</th><th>Task</th><th>Cron</th><th>Time zone</th><th>Planned until</th><th>Payload</th></tr></thead><tbody id="schedules"></tbody></table>
+<script>${SCRIPT}</script>
+</body>
+</html>
+`;
+
+const hash = (text: string) => createHash('sha256').update(text).digest('base64');
+
+/** Only this page's own script and style may run, and it may only talk to its own origin. */
+export const DASHBOARD_CSP = [
+  "default-src 'none'",
+  `script-src 'sha256-${hash(SCRIPT)}'`,
+  `style-src 'sha256-${hash(STYLE)}'`,
+  "connect-src 'self'",
+  "img-src 'self' data:",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');

@@ -1,0 +1,95 @@
+import {
+  Controller,
+  ForbiddenException,
+  Get,
+  Header,
+  Headers,
+  HttpCode,
+  Inject,
+  Param,
+  Post,
+  Query,
+  UseGuards,
+} from '@nestjs/common';
+import type { CanActivate, Type } from '@nestjs/common';
+import { parseJobId, parseJobListQuery, parseMinutes, parseNoQuery } from './admin-input.js';
+import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.page.js';
+import { JobsAdminService } from './jobs-admin.service.js';
+
+type Query = Record<string, unknown>;
+
+/** Changing requests must carry this header: a cross-site form or image cannot set it. */
+const ACTION_HEADER = 'x-jobs-admin';
+
+/**
+ * The dashboard page at `path` and its JSON API under `path/api`. Made per `forRoot()` so each
+ * app chooses its route and guard.
+ */
+export function createAdminController(
+  path: string,
+  guards: (Type<CanActivate> | CanActivate)[],
+): Type {
+  @Controller(path)
+  @UseGuards(...guards)
+  class JobsAdminController {
+    constructor(@Inject(JobsAdminService) private readonly admin: JobsAdminService) {}
+
+    @Get()
+    @Header('Content-Type', 'text/html; charset=utf-8')
+    @Header('Content-Security-Policy', DASHBOARD_CSP)
+    @Header('Cache-Control', 'no-store')
+    dashboard(): string {
+      return DASHBOARD_HTML;
+    }
+
+    @Get('api/stats')
+    stats(@Query() query: Query) {
+      parseNoQuery(query);
+      return this.admin.stats();
+    }
+
+    @Get('api/jobs')
+    jobs(@Query() query: Query) {
+      return this.admin.listJobs(parseJobListQuery(query));
+    }
+
+    @Get('api/jobs/:id')
+    job(@Param('id') id: string) {
+      return this.admin.getJob(parseJobId(id));
+    }
+
+    @Post('api/jobs/:id/retry')
+    @HttpCode(200)
+    retry(@Param('id') id: string, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.retryJob(parseJobId(id));
+    }
+
+    @Post('api/jobs/:id/cancel')
+    @HttpCode(200)
+    cancel(@Param('id') id: string, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.cancelJob(parseJobId(id));
+    }
+
+    @Get('api/schedules')
+    schedules(@Query() query: Query) {
+      parseNoQuery(query);
+      return this.admin.schedules();
+    }
+
+    @Get('api/throughput')
+    throughput(@Query() query: Query) {
+      return this.admin.throughput(parseMinutes(query));
+    }
+  }
+  return JobsAdminController;
+}
+
+function requireActionHeader(marker: string | undefined): void {
+  if (marker !== '1') {
+    throw new ForbiddenException(
+      `Send the header "X-Jobs-Admin: 1" with requests that change jobs (it keeps other sites from triggering them).`,
+    );
+  }
+}

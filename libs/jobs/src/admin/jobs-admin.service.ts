@@ -1,0 +1,153 @@
+import { ConflictException, Inject, Injectable, NotFoundException } from '@nestjs/common';
+import type { OnModuleInit } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { findInApp } from '../common/find-in-app.js';
+import { CronPlannerService } from '../cron/cron-planner.service.js';
+import type { ScheduleInfo } from '../cron/cron-schedule.interface.js';
+import { JobsDatabase } from '../database/jobs-database.js';
+import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/job-events.js';
+import { JOBS_OPTIONS } from '../options/resolved-options.js';
+import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import type { JobInfo } from '../queue/job-info.interface.js';
+import { JobQueueService } from '../queue/job-queue.service.js';
+import type { JobListQuery } from './admin-input.js';
+import { adminSql } from './admin.sql.js';
+import type { AdminSql } from './admin.sql.js';
+
+/** One task's line of `stats()`. */
+export interface TaskStats {
+  task: string;
+  /** Queued, due or not (a job waiting out a retry backoff counts). */
+  pending: number;
+  /** Queued and due now. */
+  due: number;
+  active: number;
+  completed: number;
+  /** Failed for good (a failed attempt that will be retried is pending). */
+  failed: number;
+  interrupted: number;
+  cancelled: number;
+  /** Seconds the longest-waiting due job has been due; `null` when none is. */
+  oldestPendingAgeSeconds: number | null;
+}
+
+/** A listed row carries the key it was sorted by, which the API leaves out. */
+type ListedJob = JobInfo & { sortAt?: Date };
+
+const COUNTS = [
+  'pending',
+  'due',
+  'active',
+  'completed',
+  'failed',
+  'interrupted',
+  'cancelled',
+] as const;
+
+/**
+ * What the admin API and the dashboard read and do. Counts of ended jobs cover the history that
+ * retention (`historyExpiration`) has kept.
+ *
+ * @publicApi
+ */
+@Injectable()
+export class JobsAdminService implements OnModuleInit {
+  private db!: JobsDatabase;
+  private queue!: JobQueueService;
+  private planner!: CronPlannerService;
+  private options!: ResolvedJobsOptions;
+  private sql!: AdminSql;
+
+  constructor(@Inject(ModuleRef) private readonly moduleRef: ModuleRef) {}
+
+  onModuleInit(): void {
+    this.db = findInApp(this.moduleRef, JobsDatabase, 'JobsAdminModule');
+    this.queue = findInApp(this.moduleRef, JobQueueService, 'JobsAdminModule');
+    this.planner = findInApp(this.moduleRef, CronPlannerService, 'JobsAdminModule');
+    this.options = findInApp(this.moduleRef, JOBS_OPTIONS, 'JobsAdminModule');
+    this.sql = adminSql(this.db.schema);
+  }
+
+  async listJobs(query: JobListQuery): Promise<{ jobs: JobInfo[]; hasMore: boolean }> {
+    const { state, task = null, limit, offset } = query;
+    // One row more than asked tells whether there is a next page without counting the table.
+    const page = [limit + 1, offset];
+    const rows = await (state === undefined
+      ? this.db.query<ListedJob>(this.sql.listAll, [task, ...page])
+      : state === 'pending'
+        ? this.db.query<ListedJob>(this.sql.listPending, [task, ...page])
+        : this.db.query<ListedJob>(this.sql.listHistory, [state, task, ...page]));
+    const jobs = rows.slice(0, limit).map(({ sortAt: _sortAt, ...job }) => job);
+    return { jobs, hasMore: rows.length > limit };
+  }
+
+  /** The job and its history row (the record of its last attempt). */
+  async getJob(id: string): Promise<{ job: JobInfo; history: Record<string, unknown> | null }> {
+    const job = await this.queue.getJob(id);
+    if (!job) throw new NotFoundException(`No job ${id}.`);
+    const [history] = await this.db.query<Record<string, unknown>>(this.sql.history, [id]);
+    return { job, history: history ?? null };
+  }
+
+  /** Queues a job that failed (or was interrupted) for good for one more attempt, now. */
+  async retryJob(id: string): Promise<{ job: JobInfo }> {
+    const rows = await this.db.query(this.sql.retry, [
+      id,
+      this.options.instanceId,
+      channelFor(this.db.schema),
+      NEW_JOB_NOTIFICATION,
+    ]);
+    if (rows.length === 0) await this.refuse(id, 'retried', 'only a job that failed for good');
+    return { job: (await this.queue.getJob(id))! };
+  }
+
+  /** Cancels a pending job. */
+  async cancelJob(id: string): Promise<{ job: JobInfo }> {
+    if (!(await this.queue.cancelJob(id))) {
+      await this.refuse(id, 'cancelled', 'only a pending job');
+    }
+    return { job: (await this.queue.getJob(id))! };
+  }
+
+  async stats(): Promise<{ tasks: TaskStats[]; totals: Omit<TaskStats, 'task'> }> {
+    const tasks = await this.db.query<TaskStats>(this.sql.stats);
+    const totals: Omit<TaskStats, 'task'> = {
+      pending: 0,
+      due: 0,
+      active: 0,
+      completed: 0,
+      failed: 0,
+      interrupted: 0,
+      cancelled: 0,
+      oldestPendingAgeSeconds: null,
+    };
+    for (const line of tasks) {
+      for (const key of COUNTS) totals[key] += line[key];
+      if (line.oldestPendingAgeSeconds !== null) {
+        totals.oldestPendingAgeSeconds = Math.max(
+          totals.oldestPendingAgeSeconds ?? 0,
+          line.oldestPendingAgeSeconds,
+        );
+      }
+    }
+    return { tasks, totals };
+  }
+
+  async throughput(
+    minutes: number,
+  ): Promise<{ minutes: { minute: Date; completed: number; failed: number }[] }> {
+    return { minutes: await this.db.query(this.sql.throughput, [minutes]) };
+  }
+
+  async schedules(): Promise<{ schedules: ScheduleInfo[] }> {
+    return { schedules: await this.planner.listSchedules() };
+  }
+
+  private async refuse(id: string, action: string, allowed: string): Promise<never> {
+    const job = await this.queue.getJob(id);
+    if (!job) throw new NotFoundException(`No job ${id}.`);
+    throw new ConflictException(
+      `Job ${id} is ${job.state} and cannot be ${action}: ${allowed} can.`,
+    );
+  }
+}

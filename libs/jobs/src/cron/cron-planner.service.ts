@@ -1,0 +1,292 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type pg from 'pg';
+import { toError } from '../common/errors.js';
+import { Tick } from '../common/tick.js';
+import { JobsDatabase } from '../database/jobs-database.js';
+import { TaskRegistry } from '../discovery/task-registry.js';
+import { InvalidScheduleError, UnknownTaskError } from '../errors/jobs.errors.js';
+import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/job-events.js';
+import { JOBS_OPTIONS } from '../options/resolved-options.js';
+import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import type { CronScheduleOptions, ScheduleInfo } from './cron-schedule.interface.js';
+import { cronSql } from './cron.sql.js';
+import type { CronSql, ScheduleRow } from './cron.sql.js';
+import { expandSlots, latestSlotAtOrBefore } from './slot-expansion.js';
+import { validateSchedule } from './validate-schedule.js';
+import type { ValidatedSchedule } from './validate-schedule.js';
+
+/**
+ * How long a slot row outlives its slot. Planners only expand slots after the database's now
+ * (read at the start of their round), so an hour is far more than any round can lag.
+ */
+const SLOT_RETENTION_SECONDS = 3600;
+
+interface PlanningBatch {
+  readonly schedule: string[];
+  readonly version: number[];
+  readonly slot: Date[];
+  readonly jobId: string[];
+  readonly maxRetries: number[];
+}
+
+/**
+ * Expands the stored cron schedules into future jobs, once across all instances.
+ *
+ * Every instance plans, at boot and on every `scheduledCheck`; what keeps a slot from being planned
+ * twice is the database, not a lock: each planned job is inserted together with its
+ * `(schedule, slot)` row, whose primary key turns a second planner's insert into a no-op, and that
+ * row outlives the job's claim. The seed's `jobLock` row only spares the other instances a round
+ * that one of them has just done. The clock is the database's, so instances whose clocks disagree
+ * still plan the same slots.
+ *
+ * Schedules come from `JobsModule.forRoot({ schedules })`, `@JobTask({ cron })` (both "static":
+ * written at boot) and `setSchedule()` / `removeSchedule()` at run time. An instance owns the static
+ * schedules of the tasks it runs: at boot it writes those it declares and removes the static
+ * schedules of those tasks that it no longer declares.
+ *
+ * @publicApi
+ */
+@Injectable()
+export class CronPlannerService {
+  private readonly logger = new Logger('JobsCron');
+  private readonly sql: CronSql;
+  private readonly channel: string;
+  private readonly tick: Tick;
+  private staticSchedules: readonly ValidatedSchedule[] = [];
+  private staticSynced = false;
+
+  constructor(
+    @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
+    @Inject(JobsDatabase) private readonly db: JobsDatabase,
+    @Inject(TaskRegistry) private readonly registry: TaskRegistry,
+  ) {
+    this.sql = cronSql(db.schema);
+    this.channel = channelFor(db.schema);
+    this.tick = new Tick(
+      'Planning cron jobs',
+      options.scheduledCheck * 1000,
+      () => this.scheduledRound(),
+      this.logger,
+    );
+  }
+
+  /**
+   * Plans every schedule's next slots (at most `maxPlannedSlots` each, within `scheduleHorizon`),
+   * and the catch-up run of `runOnce` schedules that missed slots. Safe to call from any number
+   * of instances at once. Returns how many jobs this call planned.
+   */
+  async addScheduled(): Promise<number> {
+    const planned = await this.plan();
+    await this.db.query(this.sql.pruneSlots, [SLOT_RETENTION_SECONDS]);
+    return planned;
+  }
+
+  /**
+   * Creates or replaces a schedule (by name; the name defaults to the task). A changed schedule's
+   * planned jobs that have not started are removed, and its slots are planned again at once under
+   * the new definition. Throws `InvalidScheduleError` (or `InvalidCronExpressionError`,
+   * `InvalidTimeZoneError`, `InvalidPayloadError`, `UnknownTaskError`) before writing anything.
+   */
+  async setSchedule(schedule: CronScheduleOptions): Promise<void> {
+    const validated = validateSchedule(schedule, 'dynamic');
+    this.assertKnownTask(validated);
+    await this.write(validated);
+    await this.addScheduled();
+  }
+
+  /** Removes a schedule and its planned jobs that have not started. Returns `false` if there was none. */
+  async removeSchedule(name: string): Promise<boolean> {
+    if (typeof name !== 'string' || name.length === 0) {
+      throw new InvalidScheduleError(String(name), 'name', name, 'must be a schedule name');
+    }
+    return this.remove(name);
+  }
+
+  /** Every stored schedule, by name. */
+  async listSchedules(): Promise<ScheduleInfo[]> {
+    const rows = await this.db.query<ScheduleRow>(this.sql.listSchedules);
+    return rows.map(({ version: _version, ...info }) => info);
+  }
+
+  /** @internal Validates the static schedules once the handlers are discovered: a bad one fails the boot. */
+  prepare(): void {
+    const fromTasks = this.registry.names.flatMap((name) => {
+      const { cron, timezone, payload, missedSlots } = this.registry.get(name)!.options;
+      if (cron === undefined) return [];
+      return [validateSchedule({ task: name, cron, timezone, payload, missedSlots }, 'static')];
+    });
+    const schedules = [...this.options.schedules, ...fromTasks];
+    const seen = new Set<string>();
+    for (const schedule of schedules) {
+      if (seen.has(schedule.name)) {
+        throw new InvalidScheduleError(
+          schedule.name,
+          'name',
+          schedule.name,
+          'is declared twice (names are unique)',
+        );
+      }
+      seen.add(schedule.name);
+      this.assertKnownTask(schedule);
+    }
+    this.staticSchedules = schedules;
+  }
+
+  /** @internal Writes the static schedules, plans once, then plans on every `scheduledCheck`. */
+  async start(): Promise<void> {
+    try {
+      await this.syncStaticSchedules();
+      await this.addScheduled();
+    } catch (err) {
+      this.logger.warn(
+        `Planning cron jobs at boot failed (retried every scheduledCheck): ${toError(err).message}`,
+      );
+    }
+    this.tick.start();
+  }
+
+  /** @internal */
+  stop(): Promise<void> {
+    return this.tick.stop();
+  }
+
+  private async scheduledRound(): Promise<number> {
+    await this.syncStaticSchedules();
+    const locked = await this.db.query(this.sql.takeRoundLock, [
+      this.options.instanceId,
+      this.options.scheduledCheck / 2,
+    ]);
+    return locked.length > 0 ? this.addScheduled() : 0;
+  }
+
+  private async syncStaticSchedules(): Promise<void> {
+    if (this.staticSynced) return;
+    for (const schedule of this.staticSchedules) await this.write(schedule);
+    const stale = await this.db.query<{ name: string }>(this.sql.staleStaticSchedules, [
+      this.registry.names,
+      this.staticSchedules.map((schedule) => schedule.name),
+    ]);
+    for (const { name } of stale) {
+      await this.remove(name);
+      this.logger.log(`Removed static schedule "${name}": no longer declared by this instance.`);
+    }
+    this.staticSynced = true;
+  }
+
+  private async plan(): Promise<number> {
+    const rows = await this.db.query<ScheduleRow & { now: Date }>(this.sql.schedulesWithNow);
+    const now = rows[0].now;
+    const until = new Date(now.getTime() + this.options.scheduleHorizon * 1000);
+    const batch: PlanningBatch = { schedule: [], version: [], slot: [], jobId: [], maxRetries: [] };
+    const skippedOnly: ScheduleRow[] = [];
+    for (const schedule of rows) {
+      if (schedule.name === null) continue;
+      let slots: Date[];
+      try {
+        slots = expandSlots(schedule, now, until, this.options.maxPlannedSlots);
+      } catch (err) {
+        // A row written by hand or by another version of the library: the others still get planned.
+        this.logger.warn(`Schedule "${schedule.name}" cannot be expanded: ${toError(err).message}`);
+        continue;
+      }
+      const missed = this.missedSlot(schedule, now);
+      if (missed && schedule.missedSlots === 'runOnce') {
+        this.logger.warn(
+          `Schedule "${schedule.name}" missed slots; running once for ${missed.toISOString()}.`,
+        );
+        slots.unshift(missed);
+      } else if (missed) {
+        this.logger.warn(
+          `Schedule "${schedule.name}" missed its slots up to ${missed.toISOString()}; skipped (missedSlots: 'skip').`,
+        );
+        if (slots.length === 0) skippedOnly.push(schedule);
+      }
+      const maxRetries =
+        this.registry.get(schedule.task)?.options.maxRetries ?? this.options.maxRetries;
+      for (const slot of slots) {
+        batch.schedule.push(schedule.name);
+        batch.version.push(schedule.version);
+        batch.slot.push(slot);
+        batch.jobId.push(randomUUID());
+        batch.maxRetries.push(maxRetries);
+      }
+    }
+    if (skippedOnly.length > 0) {
+      await this.db.query(this.sql.markPlannedUntilNow, [
+        skippedOnly.map((schedule) => schedule.name),
+        skippedOnly.map((schedule) => schedule.version),
+      ]);
+    }
+    if (batch.slot.length === 0) return 0;
+    const [result] = await this.db.query<{ planned: number }>(this.sql.planSlots, [
+      batch.schedule,
+      batch.version,
+      batch.slot,
+      batch.jobId,
+      batch.maxRetries,
+      this.options.instanceId,
+      this.channel,
+      NEW_JOB_NOTIFICATION,
+    ]);
+    if (result.planned > 0) this.logger.log(`Planned ${result.planned} cron job(s).`);
+    return result.planned;
+  }
+
+  /** The latest slot that fell due after the last planned one and was never planned, if any. */
+  private missedSlot(schedule: ScheduleRow, now: Date): Date | null {
+    const { plannedUntil } = schedule;
+    if (!plannedUntil || plannedUntil.getTime() >= now.getTime()) return null;
+    const latest = latestSlotAtOrBefore(schedule, now);
+    return latest && latest.getTime() > plannedUntil.getTime() ? latest : null;
+  }
+
+  private assertKnownTask(schedule: ValidatedSchedule): void {
+    if (!this.options.allowUnknownTasks && this.registry.get(schedule.task) === undefined) {
+      throw new UnknownTaskError(schedule.task, this.registry.names);
+    }
+  }
+
+  /**
+   * The upsert locks the schedule row; the removal of planned jobs then runs as a statement of its
+   * own, so it sees the jobs of a planner that held the lock before us (see `planSlots`).
+   */
+  private async write(schedule: ValidatedSchedule): Promise<void> {
+    await this.transaction(async (client) => {
+      const { rows } = await client.query<{ changed: boolean }>(this.sql.upsertSchedule, [
+        schedule.name,
+        schedule.task,
+        schedule.cron,
+        schedule.timezone,
+        schedule.payload,
+        schedule.missedSlots,
+        schedule.source,
+      ]);
+      if (rows[0].changed) await client.query(this.sql.removeUnstartedPlannedJobs, [schedule.name]);
+    });
+  }
+
+  private async remove(name: string): Promise<boolean> {
+    return this.transaction(async (client) => {
+      const { rows } = await client.query(this.sql.deleteSchedule, [name]);
+      if (rows.length === 0) return false;
+      await client.query(this.sql.removeUnstartedPlannedJobs, [name]);
+      return true;
+    });
+  }
+
+  private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+}

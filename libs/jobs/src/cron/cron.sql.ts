@@ -1,0 +1,154 @@
+import type { SchemaName } from '../database/schema-name.js';
+import type { ScheduleInfo } from './cron-schedule.interface.js';
+
+/** A `jobSchedule` row as the planner reads it. */
+export interface ScheduleRow extends ScheduleInfo {
+  /** Bumped whenever the definition changes: a planning batch only lands on the version it expanded. */
+  readonly version: number;
+}
+
+/**
+ * The planner's statements. Slot de-duplication is structural: `jobScheduleSlot` has the primary
+ * key `(schedule, slot)` and every planned job is inserted in the same statement as its slot row,
+ * only when that row was new. The slot row, unlike the job, survives the claim (the runner deletes
+ * the job from `jobs`), so a later round cannot plan an already-claimed slot again.
+ */
+export function cronSql({ quoted: s }: SchemaName) {
+  const scheduleColumns = `name, task, cron, timezone, payload, "missedSlots", source, version, "plannedUntil",
+                           "createdAt", "updatedAt"`;
+  return {
+    /** Every schedule, and the database's clock: the one every instance agrees on. */
+    schedulesWithNow: `
+      SELECT now() AS now, s.*
+      FROM (SELECT 1) AS clock
+      LEFT JOIN (SELECT ${scheduleColumns} FROM ${s}."jobSchedule") AS s ON true
+      ORDER BY s.name`,
+
+    listSchedules: `SELECT ${scheduleColumns} FROM ${s}."jobSchedule" ORDER BY name`,
+
+    /**
+     * The planning-round lock of the seed, kept as an optimisation only: a round is skipped when
+     * another instance finished one less than $2 seconds ago. Correctness never depends on it.
+     *
+     * $1 instance $2 seconds
+     */
+    takeRoundLock: `
+      UPDATE ${s}."jobLock" SET "lastCheckedBy" = $1, "lastCheckedAt" = now()
+      WHERE key = 'cron' AND "lastCheckedAt" <= now() - make_interval(secs => $2)
+      RETURNING key`,
+
+    /**
+     * Plans one batch of slots, for several schedules, in one statement. The schedules are locked
+     * (in name order, so concurrent planners cannot deadlock) and must still be at the version the
+     * slots were expanded from: a schedule changed or removed meanwhile gets nothing, and the
+     * change's own transaction, which waits on this lock, then sees and removes what was planned
+     * before it. A slot another planner got first is skipped by the primary key. Due jobs (a
+     * `runOnce` catch-up) wake the runners.
+     *
+     * $1 schedule[] $2 version[] $3 slot[] $4 jobId[] $5 maxRetries[] $6 createdBy $7 channel
+     * $8 notification
+     */
+    planSlots: `
+      WITH input AS (
+        SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::uuid[], $5::int[])
+          AS t(schedule, version, slot, "jobId", "maxRetries")
+      ), live AS MATERIALIZED (
+        SELECT s.name, s.task, s.payload FROM ${s}."jobSchedule" s
+        WHERE (s.name, s.version) IN (SELECT DISTINCT schedule, version FROM input)
+        ORDER BY s.name
+        FOR UPDATE
+      ), slots AS (
+        INSERT INTO ${s}."jobScheduleSlot" (schedule, slot, "jobId")
+        SELECT i.schedule, i.slot, i."jobId" FROM input i JOIN live l ON l.name = i.schedule
+        ORDER BY i.schedule, i.slot
+        ON CONFLICT (schedule, slot) DO NOTHING
+        RETURNING "jobId"
+      ), inserted AS (
+        INSERT INTO ${s}.jobs (id, task, payload, "waitUntil", "maxRetries", "isScheduled", "createdBy")
+        SELECT i."jobId", l.task, l.payload, i.slot, i."maxRetries", true, $6
+        FROM input i JOIN slots USING ("jobId") JOIN live l ON l.name = i.schedule
+        ORDER BY i.slot
+        RETURNING id, "waitUntil"
+      ), advanced AS (
+        UPDATE ${s}."jobSchedule" s
+        SET "plannedUntil" = GREATEST(COALESCE(s."plannedUntil", '-infinity'), m.latest)
+        FROM (SELECT i.schedule, max(i.slot) AS latest FROM input i JOIN live l ON l.name = i.schedule
+              GROUP BY i.schedule) AS m
+        WHERE s.name = m.schedule
+        RETURNING s.name
+      ), woken AS (
+        SELECT pg_notify($7, $8) WHERE EXISTS (SELECT 1 FROM inserted WHERE "waitUntil" <= now())
+      )
+      SELECT (SELECT count(*) FROM inserted)::int AS planned,
+             (SELECT count(*) FROM advanced)::int AS schedules,
+             (SELECT count(*) FROM woken)::int AS woken`,
+
+    /** Moves the missed-slot mark of schedules with nothing to plan (a `skip` that found missed slots). $1 name[] $2 version[] */
+    markPlannedUntilNow: `
+      UPDATE ${s}."jobSchedule" s SET "plannedUntil" = GREATEST(COALESCE(s."plannedUntil", '-infinity'), now())
+      FROM unnest($1::text[], $2::int[]) AS t(name, version)
+      WHERE s.name = t.name AND s.version = t.version`,
+
+    /**
+     * Creates or changes a schedule. Its missed-slot mark starts at now: slots before it were never
+     * owed. A change bumps `version` and restarts the mark, so the old definition's slots are
+     * neither caught up nor planned again; an identical definition changes nothing. `changed` is true only when an existing row changed.
+     *
+     * $1 name $2 task $3 cron $4 timezone $5 payload $6 missedSlots $7 source
+     */
+    upsertSchedule: `
+      WITH previous AS MATERIALIZED (
+        SELECT version FROM ${s}."jobSchedule" WHERE name = $1 FOR UPDATE
+      ), written AS (
+        INSERT INTO ${s}."jobSchedule" AS s (id, name, task, cron, timezone, payload, "missedSlots", source,
+                                             "plannedUntil")
+        VALUES (gen_random_uuid(), $1, $2, $3, $4, $5::jsonb, $6, $7, now())
+        ON CONFLICT (name) DO UPDATE SET
+          task = EXCLUDED.task, cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, payload = EXCLUDED.payload,
+          "missedSlots" = EXCLUDED."missedSlots", source = EXCLUDED.source,
+          version = s.version + 1, "plannedUntil" = now(), "updatedAt" = now()
+        WHERE (s.task, s.cron, s.timezone, s.payload, s."missedSlots", s.source)
+              IS DISTINCT FROM (EXCLUDED.task, EXCLUDED.cron, EXCLUDED.timezone, EXCLUDED.payload,
+                                EXCLUDED."missedSlots", EXCLUDED.source)
+        RETURNING version
+      )
+      SELECT EXISTS (SELECT 1 FROM previous) AND EXISTS (SELECT 1 FROM written) AS changed`,
+
+    /** $1 name */
+    deleteSchedule: `DELETE FROM ${s}."jobSchedule" WHERE name = $1 RETURNING name`,
+
+    /**
+     * Removes the planned jobs of schedule $1 that have not started (no history row: never claimed)
+     * and frees their slots for replanning. Must run in its own statement after the schedule row was
+     * locked, so that it sees what a planner holding that lock committed. Claimed slots keep their
+     * rows: a slot that ran is never planned again.
+     *
+     * $1 schedule
+     */
+    removeUnstartedPlannedJobs: `
+      WITH gone AS (
+        DELETE FROM ${s}.jobs j
+        USING ${s}."jobScheduleSlot" p
+        WHERE p.schedule = $1 AND p."jobId" = j.id
+          AND NOT EXISTS (SELECT 1 FROM ${s}."jobHistory" h WHERE h.id = j.id)
+        RETURNING j.id
+      ), freed AS (
+        DELETE FROM ${s}."jobScheduleSlot" WHERE schedule = $1 AND "jobId" IN (SELECT id FROM gone)
+        RETURNING 1
+      )
+      SELECT (SELECT count(*) FROM gone)::int AS removed, (SELECT count(*) FROM freed)::int AS freed`,
+
+    /** Static schedules of the tasks $1 that are not among the names $2. */
+    staleStaticSchedules: `
+      SELECT name FROM ${s}."jobSchedule"
+      WHERE source = 'static' AND task = ANY($1::text[]) AND NOT (name = ANY($2::text[]))`,
+
+    /**
+     * Slot rows only matter while a planner could still expand their slot: planners start after
+     * the database's now, so a slot far enough in the past is never a candidate again. $1 seconds
+     */
+    pruneSlots: `DELETE FROM ${s}."jobScheduleSlot" WHERE slot < now() - make_interval(secs => $1)`,
+  };
+}
+
+export type CronSql = ReturnType<typeof cronSql>;

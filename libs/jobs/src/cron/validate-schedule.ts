@@ -1,0 +1,106 @@
+import { CronExpressionParser } from 'cron-parser';
+import { assertOptionsObject } from '../common/assert-options-object.js';
+import {
+  InvalidCronExpressionError,
+  InvalidScheduleError,
+  InvalidTimeZoneError,
+} from '../errors/jobs.errors.js';
+import { serialisePayload } from '../queue/validate-job.js';
+import type {
+  CronScheduleOptions,
+  MissedSlotPolicy,
+  ScheduleSource,
+} from './cron-schedule.interface.js';
+
+/** A schedule that passed every check, ready for `jobSchedule`. */
+export interface ValidatedSchedule {
+  readonly name: string;
+  readonly task: string;
+  readonly cron: string;
+  readonly timezone: string;
+  /** Serialised JSON. */
+  readonly payload: string;
+  readonly missedSlots: MissedSlotPolicy;
+  readonly source: ScheduleSource;
+}
+
+export const DEFAULT_SCHEDULE_TIMEZONE = 'UTC';
+
+const NAME = /^[A-Za-z0-9_.:-]{1,200}$/;
+const MISSED_SLOT_POLICIES: readonly MissedSlotPolicy[] = ['skip', 'runOnce'];
+const KNOWN_KEYS = new Set<string>(['name', 'task', 'cron', 'timezone', 'payload', 'missedSlots']);
+
+/**
+ * Every check of a schedule, before anything touches the database. cron-parser alone is not
+ * enough: it accepts `""` and four-field expressions, and reads an expression in the process's
+ * zone unless told otherwise, so the field count and the zone are checked here.
+ */
+export function validateSchedule(
+  options: CronScheduleOptions,
+  source: ScheduleSource,
+): ValidatedSchedule {
+  const task = options?.task;
+  const label =
+    typeof options?.name === 'string'
+      ? options.name
+      : typeof task === 'string'
+        ? task
+        : '(unnamed)';
+  assertOptionsObject(
+    options,
+    KNOWN_KEYS,
+    class extends InvalidScheduleError {
+      constructor(field: string, value: unknown, expectation: string) {
+        super(label, field, value, expectation);
+      }
+    },
+  );
+  if (typeof task !== 'string' || task.length === 0) {
+    throw new InvalidScheduleError(label, 'task', task, 'must be a non-empty task name');
+  }
+  const name = options.name ?? task;
+  if (typeof name !== 'string' || !NAME.test(name)) {
+    throw new InvalidScheduleError(label, 'name', name, 'must be 1-200 letters, digits or "_.:-"');
+  }
+  const timezone = validateTimeZone(name, options.timezone ?? DEFAULT_SCHEDULE_TIMEZONE);
+  const cron = validateCronExpression(name, options.cron, timezone);
+  const missedSlots = options.missedSlots ?? 'skip';
+  if (!MISSED_SLOT_POLICIES.includes(missedSlots)) {
+    throw new InvalidScheduleError(name, 'missedSlots', missedSlots, 'must be "skip" or "runOnce"');
+  }
+  const payload = serialisePayload(options.payload === undefined ? {} : options.payload);
+  return { name, task, cron, timezone, payload, missedSlots, source };
+}
+
+function validateTimeZone(schedule: string, timezone: unknown): string {
+  if (typeof timezone !== 'string' || timezone.length === 0)
+    throw new InvalidTimeZoneError(schedule, timezone);
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
+  } catch {
+    throw new InvalidTimeZoneError(schedule, timezone);
+  }
+  return timezone;
+}
+
+function validateCronExpression(schedule: string, expression: unknown, timezone: string): string {
+  if (typeof expression !== 'string')
+    throw new InvalidCronExpressionError(schedule, expression, 'given as a string');
+  const cron = expression.trim();
+  const fields = cron.split(/\s+/).filter(Boolean);
+  const alias = fields.length === 1 && fields[0].startsWith('@');
+  if (!alias && fields.length !== 5 && fields.length !== 6) {
+    throw new InvalidCronExpressionError(schedule, expression, `but it has ${fields.length}`);
+  }
+  try {
+    // A first slot proves the expression can fire at all (`0 0 31 2 *` parses field by field).
+    CronExpressionParser.parse(cron, { currentDate: new Date(), tz: timezone }).next();
+  } catch (err) {
+    throw new InvalidCronExpressionError(
+      schedule,
+      expression,
+      `and cron-parser refused it: ${(err as Error).message}`,
+    );
+  }
+  return cron;
+}

@@ -1,0 +1,40 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Observable, filter } from 'rxjs';
+import { JobEvents } from './job-events.js';
+import type { JobLifecycleEvent, JobLifecycleEventType } from './job-lifecycle-event.interface.js';
+
+/**
+ * Job lifecycle events of this instance, as an rxjs `Observable`. Inject it anywhere in the app:
+ *
+ * ```ts
+ * constructor(events: JobEventsService) {
+ *   events.on('failed').subscribe((e) => alerts.notify(`${e.task} failed: ${e.error}`));
+ * }
+ * ```
+ *
+ * Events are delivered synchronously, in order, while the runner waits: keep subscribers quick, or
+ * move slow work off with `observeOn(asyncScheduler)` / `mergeMap`. A subscriber that throws does
+ * not disturb the queue, but rxjs reports the error as uncaught: handle errors in the subscriber.
+ *
+ * @publicApi
+ */
+@Injectable()
+export class JobEventsService {
+  /** Every event; hot, with no replay: a subscriber hears what happens after it subscribes. */
+  readonly events$: Observable<JobLifecycleEvent>;
+
+  constructor(@Inject(JobEvents) events: JobEvents) {
+    this.events$ = new Observable<JobLifecycleEvent>((subscriber) =>
+      events.listen((event) => subscriber.next(event)),
+    );
+  }
+
+  /** The events of one type, typed accordingly. */
+  on<Type extends JobLifecycleEventType>(
+    type: Type,
+  ): Observable<Extract<JobLifecycleEvent, { type: Type }>> {
+    return this.events$.pipe(
+      filter((event): event is Extract<JobLifecycleEvent, { type: Type }> => event.type === type),
+    );
+  }
+}

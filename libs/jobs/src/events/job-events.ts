@@ -1,0 +1,96 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { toError } from '../common/errors.js';
+import type { JobLifecycleEvent } from './job-lifecycle-event.interface.js';
+
+type Listener = (event: JobLifecycleEvent) => void;
+
+/** The part of a claimed job an event needs. */
+interface Attempt {
+  readonly id: string;
+  readonly task: string;
+  readonly attempt: number;
+}
+
+/**
+ * The one internal emitter of lifecycle events: the runner and the queue call it at each
+ * lifecycle point, and everything that watches jobs (metrics, the public `JobEventsService`)
+ * listens here.
+ *
+ * Emitting is synchronous and can never fail its caller: a listener that throws is logged and the
+ * other listeners still hear the event, so the runner's loop and the enqueue path are unaffected.
+ * Attempt start times are kept in a `WeakMap` keyed by the claimed job object, so an attempt that
+ * never reports an ending (released at shutdown, fenced off) leaves nothing behind.
+ */
+@Injectable()
+export class JobEvents {
+  private readonly logger = new Logger('JobsEvents');
+  private readonly listeners = new Set<Listener>();
+  private readonly startedAt = new WeakMap<object, number>();
+
+  /** Adds a listener; returns the function that removes it. */
+  listen(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  added(jobs: readonly { id: string; task: string }[]): void {
+    if (this.listeners.size === 0) return;
+    const at = new Date();
+    for (const { id, task } of jobs) this.emit({ type: 'added', id, task, at });
+  }
+
+  started(job: Attempt): void {
+    this.startedAt.set(job, performance.now());
+    this.emit({
+      type: 'started',
+      id: job.id,
+      task: job.task,
+      attempt: job.attempt,
+      at: new Date(),
+    });
+  }
+
+  completed(job: Attempt): void {
+    this.emit({
+      type: 'completed',
+      id: job.id,
+      task: job.task,
+      attempt: job.attempt,
+      durationMs: this.duration(job),
+      at: new Date(),
+    });
+  }
+
+  failed(job: Attempt, error: Error, willRetry: boolean): void {
+    this.emit({
+      type: 'failed',
+      id: job.id,
+      task: job.task,
+      attempt: job.attempt,
+      durationMs: this.duration(job),
+      error: error.message,
+      willRetry,
+      at: new Date(),
+    });
+  }
+
+  cancelled(job: { id: string; task: string }): void {
+    this.emit({ type: 'cancelled', id: job.id, task: job.task, at: new Date() });
+  }
+
+  private duration(job: Attempt): number {
+    const started = this.startedAt.get(job);
+    this.startedAt.delete(job);
+    return started === undefined ? 0 : performance.now() - started;
+  }
+
+  private emit(event: JobLifecycleEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.logger.error(`A listener of "${event.type}" events failed: ${toError(err).message}`);
+      }
+    }
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * What happened to a job, as seen by this instance: jobs it enqueued, started, ended or cancelled.
+ * Another instance's jobs are that instance's events.
+ *
+ * @publicApi
+ */
+export type JobLifecycleEvent =
+  JobAddedEvent | JobStartedEvent | JobCompletedEvent | JobFailedEvent | JobCancelledEvent;
+
+/** The type names of `JobLifecycleEvent`. @publicApi */
+export type JobLifecycleEventType = JobLifecycleEvent['type'];
+
+interface JobEventBase {
+  readonly id: string;
+  readonly task: string;
+  /** This instance's clock. */
+  readonly at: Date;
+}
+
+/**
+ * The insert returned. Inside a caller's transaction (`manager`) the job exists only once that
+ * commits: a rolled-back enqueue was still announced.
+ */
+export interface JobAddedEvent extends JobEventBase {
+  readonly type: 'added';
+}
+
+export interface JobStartedEvent extends JobEventBase {
+  readonly type: 'started';
+  readonly attempt: number;
+}
+
+export interface JobCompletedEvent extends JobEventBase {
+  readonly type: 'completed';
+  readonly attempt: number;
+  /** How long the attempt ran, on this instance's monotonic clock. */
+  readonly durationMs: number;
+}
+
+export interface JobFailedEvent extends JobEventBase {
+  readonly type: 'failed';
+  readonly attempt: number;
+  readonly durationMs: number;
+  readonly error: string;
+  /** `true` when the job was queued again for another attempt; `false` when it failed for good. */
+  readonly willRetry: boolean;
+}
+
+export interface JobCancelledEvent extends JobEventBase {
+  readonly type: 'cancelled';
+}

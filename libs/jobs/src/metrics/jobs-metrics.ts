@@ -1,0 +1,152 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { toError } from '../common/errors.js';
+import { findInApp } from '../common/find-in-app.js';
+import { JobsDatabase } from '../database/jobs-database.js';
+import { TaskRegistry } from '../discovery/task-registry.js';
+import { JobEvents } from '../events/job-events.js';
+import type { JobLifecycleEvent } from '../events/job-lifecycle-event.interface.js';
+import type { JobsMetricsModuleOptions } from './jobs-metrics-options.interface.js';
+import { metricsSql } from './metrics.sql.js';
+
+export const JOBS_METRICS_OPTIONS = Symbol('nestjs-pg-jobs:metrics-options');
+
+const DEFAULT_PREFIX = 'nestjs_pg_jobs_';
+/** Seconds: jobs run from milliseconds to the 300 s default `taskTimeout` and beyond. */
+const DURATION_BUCKETS = [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 300, 900];
+
+/**
+ * Prometheus metrics of the queue (prom-client).
+ *
+ * Counters and the duration histogram count what this instance did (sum them across instances);
+ * `queue_depth` and `active` are read from the database at each scrape and describe the whole
+ * cluster (every instance reports the same values: aggregate them with `max`, not `sum`).
+ *
+ * @publicApi
+ */
+@Injectable()
+export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
+  /** The registry the metrics are in. */
+  readonly registry: Registry;
+  private readonly logger = new Logger('JobsMetrics');
+  private readonly added: Counter<'task'>;
+  private readonly completed: Counter<'task'>;
+  private readonly failed: Counter<'task' | 'final'>;
+  private readonly duration: Histogram<'task' | 'outcome'>;
+  private db?: JobsDatabase;
+  private tasks?: TaskRegistry;
+  private sql?: ReturnType<typeof metricsSql>;
+  private unlisten?: () => void;
+
+  constructor(
+    @Inject(JOBS_METRICS_OPTIONS) options: JobsMetricsModuleOptions,
+    @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
+  ) {
+    this.registry = options.registry ?? new Registry();
+    const prefix = options.prefix ?? DEFAULT_PREFIX;
+    const registers = [this.registry];
+    this.added = new Counter({
+      name: `${prefix}added_total`,
+      help: 'Jobs enqueued by this instance.',
+      labelNames: ['task'],
+      registers,
+    });
+    this.completed = new Counter({
+      name: `${prefix}completed_total`,
+      help: 'Job attempts this instance completed.',
+      labelNames: ['task'],
+      registers,
+    });
+    this.failed = new Counter({
+      name: `${prefix}failed_total`,
+      help: 'Job attempts that failed on this instance; final="true" when no retry was left.',
+      labelNames: ['task', 'final'],
+      registers,
+    });
+    this.duration = new Histogram({
+      name: `${prefix}duration_seconds`,
+      help: 'Run time of the job attempts this instance ended.',
+      labelNames: ['task', 'outcome'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    new Gauge({
+      name: `${prefix}queue_depth`,
+      help: 'Jobs waiting in the queue (due or not), across all instances.',
+      labelNames: ['task'],
+      registers,
+      collect: this.collector(() => this.sql?.queueDepth),
+    });
+    new Gauge({
+      name: `${prefix}active`,
+      help: 'Jobs running now, across all instances.',
+      labelNames: ['task'],
+      registers,
+      collect: this.collector(() => this.sql?.active),
+    });
+  }
+
+  onModuleInit(): void {
+    this.db = findInApp(this.moduleRef, JobsDatabase, 'JobsMetricsModule');
+    this.tasks = findInApp(this.moduleRef, TaskRegistry, 'JobsMetricsModule');
+    this.sql = metricsSql(this.db.schema);
+    const events = findInApp<JobEvents>(this.moduleRef, JobEvents, 'JobsMetricsModule');
+    this.unlisten = events.listen((event) => this.count(event));
+  }
+
+  onModuleDestroy(): void {
+    this.unlisten?.();
+  }
+
+  /** The metrics in Prometheus' text format. */
+  metrics(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /**
+   * A gauge's `collect`: replaces its values with the query's, with a zero for every task this
+   * instance runs that has none. When the database cannot answer, the scrape still succeeds: the
+   * gauge keeps its last values and the counters are current.
+   */
+  private collector(statement: () => string | undefined) {
+    const logger = this.logger;
+    const read = (text: string) => this.db!.query<{ task: string; n: number }>(text);
+    const knownTasks = () => this.tasks?.names ?? [];
+    return async function (this: Gauge<'task'>): Promise<void> {
+      const text = statement();
+      if (!text) return;
+      let rows: { task: string; n: number }[];
+      try {
+        rows = await read(text);
+      } catch (err) {
+        logger.warn(`Reading queue gauges failed: ${toError(err).message}`);
+        return;
+      }
+      this.reset();
+      for (const task of knownTasks()) this.set({ task }, 0);
+      for (const row of rows) this.set({ task: row.task }, row.n);
+    };
+  }
+
+  private count(event: JobLifecycleEvent): void {
+    switch (event.type) {
+      case 'added':
+        this.added.inc({ task: event.task });
+        break;
+      case 'completed':
+        this.completed.inc({ task: event.task });
+        this.duration.observe({ task: event.task, outcome: 'completed' }, event.durationMs / 1000);
+        break;
+      case 'failed':
+        this.failed.inc({ task: event.task, final: String(!event.willRetry) });
+        this.duration.observe({ task: event.task, outcome: 'failed' }, event.durationMs / 1000);
+        break;
+    }
+  }
+}

@@ -1,0 +1,57 @@
+import type { JobsDatabase } from '../database/jobs-database.js';
+import type { ClaimedJob } from './runner.sql.js';
+
+interface PendingCompletion {
+  readonly job: ClaimedJob;
+  resolve(recorded: boolean): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Writes successful attempts in batches: every completion that arrives while a write is in flight
+ * (or in the same turn of the event loop) goes into the next write. One statement, one commit, for
+ * many jobs: without it a drain of no-op jobs spends its time waiting on a commit per job.
+ *
+ * At most one write is in flight, so the batch grows exactly as fast as the database is slow.
+ */
+export class CompletionBatcher {
+  private pending: PendingCompletion[] = [];
+  private flushing = false;
+
+  constructor(
+    private readonly db: JobsDatabase,
+    private readonly sql: string,
+    private readonly channel: string,
+  ) {}
+
+  /** Resolves `true` once recorded, `false` if the attempt was no longer the active one (fenced). */
+  complete(job: ClaimedJob): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ job, resolve, reject });
+      if (!this.flushing) {
+        this.flushing = true;
+        // Let the completions of this turn join the batch.
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    while (this.pending.length > 0) {
+      // Sorted, so that two statements locking some of the same rows lock them in the same order.
+      const batch = this.pending.splice(0).sort((a, b) => (a.job.id < b.job.id ? -1 : 1));
+      try {
+        const rows = await this.db.query<{ id: string }>(this.sql, [
+          batch.map((entry) => entry.job.id),
+          this.channel,
+          batch.map((entry) => entry.job.attempt),
+        ]);
+        const recorded = new Set(rows.map((row) => row.id));
+        for (const entry of batch) entry.resolve(recorded.has(entry.job.id));
+      } catch (err) {
+        for (const entry of batch) entry.reject(err);
+      }
+    }
+    this.flushing = false;
+  }
+}

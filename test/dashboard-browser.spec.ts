@@ -1,0 +1,86 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { JobsAdminModule } from 'nestjs-pg-jobs';
+import { FlakyTask } from './support/flaky-task.js';
+import { startHttpJobsApp } from './support/http-app.js';
+import type { HttpJobsApp } from './support/http-app.js';
+import { waitFor } from './support/jobs-app.js';
+import { useTestDatabase } from './support/test-database.js';
+
+const db = useTestDatabase();
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = join(process.cwd(), 'test-artifacts');
+const UI_TIMEOUT = 20_000;
+
+let server: HttpJobsApp;
+let browser: Browser;
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (as .ci/run does)`);
+  }
+  mkdirSync(ARTIFACTS, { recursive: true });
+  server = await startHttpJobsApp(db.url, {
+    imports: [JobsAdminModule.forRoot({ path: 'jobs-admin', guard: { canActivate: () => true } })],
+    tasks: [FlakyTask],
+    options: { pollingCheck: 0.1, maxRetries: 0 },
+  });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    timeout: 30_000,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+it("shows a failed job's error, retries it on a click, and shows it completed", async () => {
+  const { id } = await server.queue.addJob({
+    task: 'flaky',
+    payload: { failUntilAttempt: 1, message: 'the printer is on fire' },
+  });
+  await waitFor('the job to fail', async () => (await server.queue.getJob(id))?.state === 'failed');
+
+  const page = await browser.newPage({ viewport: { width: 1200, height: 1400 } });
+  const problems: string[] = [];
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+  });
+  await page.goto(`${server.url}/jobs-admin`);
+
+  const failedRow = page.locator(`#failed tr[data-job-id="${id}"]`);
+  await failedRow.waitFor({ timeout: UI_TIMEOUT });
+  await expect(failedRow.textContent()).resolves.toContain('the printer is on fire');
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-failed-job.png'), fullPage: true });
+
+  await failedRow.locator('button[data-action="retry"]').click();
+  await page.locator(`#completed tr[data-job-id="${id}"]`).waitFor({ timeout: UI_TIMEOUT });
+  await failedRow.waitFor({ state: 'detached', timeout: UI_TIMEOUT });
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-retried-job.png'), fullPage: true });
+
+  expect(await server.queue.getJob(id)).toMatchObject({ state: 'completed', attempt: 2 });
+  // Each panel is read by its own request: the totals catch up by the next refresh at the latest.
+  await waitFor(
+    'the totals to count the completed job',
+    async () => (await page.locator('#total-completed').textContent()) === '1',
+    UI_TIMEOUT,
+    100,
+  );
+  expect(await page.locator('#total-failed').textContent()).toBe('0');
+  // No script error and no content-security-policy violation on the way.
+  expect(problems).toEqual([]);
+  await page.close();
+});

@@ -1,0 +1,44 @@
+import { Test } from '@nestjs/testing';
+import type { DynamicModule, INestApplication, Provider, Type } from '@nestjs/common';
+import { JobQueueService, JobsModule } from 'nestjs-pg-jobs';
+import type { JobsModuleOptions } from 'nestjs-pg-jobs';
+import { quietLogger } from './jobs-app.js';
+
+export interface HttpJobsApp {
+  readonly app: INestApplication;
+  readonly queue: JobQueueService;
+  /** `http://127.0.0.1:<port>` of the listening app. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Boots one instance as an HTTP server on a free port: `JobsModule.forRoot` on `url` plus the
+ * given modules (the admin or metrics module), tasks and providers.
+ */
+export async function startHttpJobsApp(
+  url: string,
+  setup: {
+    imports?: (Type | DynamicModule)[];
+    tasks?: Type[];
+    providers?: Provider[];
+    options?: Partial<JobsModuleOptions>;
+  } = {},
+): Promise<HttpJobsApp> {
+  const module = await Test.createTestingModule({
+    imports: [JobsModule.forRoot({ connection: url, ...setup.options }), ...(setup.imports ?? [])],
+    providers: [...(setup.tasks ?? []), ...(setup.providers ?? [])],
+  })
+    .setLogger(quietLogger)
+    .compile();
+  const app = module.createNestApplication({ logger: quietLogger });
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as { port: number };
+  let closing: Promise<void> | undefined;
+  return {
+    app,
+    queue: app.get(JobQueueService),
+    url: `http://127.0.0.1:${port}`,
+    close: () => (closing ??= app.close()),
+  };
+}
