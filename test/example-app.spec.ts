@@ -114,6 +114,15 @@ it(
     );
     expect(running.output.join('')).toContain('Hello, Ada!');
 
+    const report = (await (await post(`${url}/reports`, { upTo: 50_000 })).json()) as {
+      id: string;
+    };
+    await waitFor(
+      'the worker-thread report to complete',
+      async () => (await jobState(url, report.id)).state === 'completed',
+      30_000,
+    );
+
     const failing = (await (
       await post(`${url}/jobs`, { name: 'Bob', failAttempts: 1, maxRetries: 0 })
     ).json()) as {

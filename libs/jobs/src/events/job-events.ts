@@ -40,6 +40,8 @@ export class JobEvents {
   }
 
   started(job: Attempt): void {
+    // The hot path pays nothing for events when nobody listens.
+    if (this.listeners.size === 0) return;
     this.startedAt.set(job, performance.now());
     this.emit({
       type: 'started',
@@ -51,6 +53,7 @@ export class JobEvents {
   }
 
   completed(job: Attempt): void {
+    if (this.listeners.size === 0) return;
     this.emit({
       type: 'completed',
       id: job.id,
@@ -62,6 +65,7 @@ export class JobEvents {
   }
 
   failed(job: Attempt, error: Error, willRetry: boolean): void {
+    if (this.listeners.size === 0) return;
     this.emit({
       type: 'failed',
       id: job.id,
@@ -75,6 +79,7 @@ export class JobEvents {
   }
 
   cancelled(job: { id: string; task: string }): void {
+    if (this.listeners.size === 0) return;
     this.emit({ type: 'cancelled', id: job.id, task: job.task, at: new Date() });
   }
 

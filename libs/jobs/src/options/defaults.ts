@@ -10,6 +10,8 @@ export const DEFAULT_SHUTDOWN_TIMEOUT = 30;
 export const DEFAULT_PROMISE_TIMEOUT = 600;
 export const DEFAULT_HEARTBEAT_INTERVAL = 5;
 export const DEFAULT_INSTANCE_TIMEOUT = 30;
+export const DEFAULT_WORKER_TIMEOUT_GRACE = 5;
+export const DEFAULT_WORKER_START_TIMEOUT = 60;
 /** Seconds ahead the cron planner plans each schedule's slots (the seed's 24 h). */
 export const DEFAULT_SCHEDULE_HORIZON = 86_400;
 /** Slots of one schedule a planning round plans at most (the seed's cap). */

@@ -1,3 +1,4 @@
+import type { ResourceLimits } from 'node:worker_threads';
 import type { PoolConfig } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { CronScheduleOptions } from '../cron/cron-schedule.interface.js';
@@ -24,6 +25,32 @@ export interface JobsModuleOptions {
   instanceId?: string;
   /** Worker threads for worker tasks: a number, or `'auto'` (CPUs − 1, at least 1). Default `'auto'`. */
   workers?: number | 'auto';
+  /**
+   * The file each pool thread boots for `@JobTask({ worker: true })` tasks: an absolute path or
+   * `file:` URL (a relative path is taken from the working directory) of a module exporting one
+   * Nest module, or `path#ExportName` to pick one export. Without it, no thread is started and
+   * every task runs in-process. With it, one thread boots at module init and reports the worker
+   * task names (so a bad worker module fails the boot); the pool grows to `workers` on demand.
+   */
+  workerModule?: string;
+  /** `resourceLimits` of each pool thread (heap sizes in MB): a thread over them dies and its job fails. */
+  workerResourceLimits?: ResourceLimits;
+  /**
+   * Seconds a pool thread gets to answer after its task's `taskTimeout` aborted `ctx.signal`.
+   * Past it the job is recorded failed ("did not answer") and the thread is terminated and
+   * replaced. Default 5.
+   */
+  workerTimeoutGrace?: number;
+  /**
+   * Seconds a worker job may wait for a thread to boot and start it (after a thread died, or while
+   * the pool grows) before its `taskTimeout` clock starts anyway. Default 60.
+   */
+  workerStartTimeout?: number;
+  /**
+   * `execArgv` of pool threads. Default: the main thread's, plus, when the library itself runs from
+   * its TypeScript sources, this monorepo's TypeScript loader.
+   */
+  workerExecArgv?: string[];
   /** How many jobs this instance runs at once. Default: the resolved `workers`. */
   concurrency?: number;
   /** Seconds between polls for due jobs, the backstop for missed notifications. Default 5. */

@@ -1,6 +1,9 @@
 import { assertOptionsObject } from '../common/assert-options-object.js';
 import { availableParallelism, hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { PoolConfig } from 'pg';
 import { validateSchedule } from '../cron/validate-schedule.js';
 import type { ValidatedSchedule } from '../cron/validate-schedule.js';
@@ -17,6 +20,11 @@ const KNOWN_OPTIONS = new Set<string>([
   'migrate',
   'instanceId',
   'workers',
+  'workerModule',
+  'workerResourceLimits',
+  'workerTimeoutGrace',
+  'workerStartTimeout',
+  'workerExecArgv',
   'concurrency',
   'pollingCheck',
   'scheduledCheck',
@@ -50,6 +58,7 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
     migrate: flag('migrate', options.migrate, true),
     instanceId: resolveInstanceId(options.instanceId),
     workers,
+    ...resolveWorkerPool(options),
     concurrency: integer('concurrency', options.concurrency ?? workers, 1),
     pollingCheck: seconds('pollingCheck', options.pollingCheck, defaults.DEFAULT_POLLING_CHECK),
     scheduledCheck: seconds(
@@ -179,6 +188,77 @@ function resolveSchedules(value: unknown): readonly ValidatedSchedule[] {
 function resolveWorkers(value: unknown): number {
   if (value === undefined || value === 'auto') return Math.max(1, availableParallelism() - 1);
   return integer('workers', value, 1);
+}
+
+function resolveWorkerPool(
+  options: JobsModuleOptions,
+): Pick<
+  ResolvedJobsOptions,
+  | 'workerModule'
+  | 'workerResourceLimits'
+  | 'workerTimeoutGrace'
+  | 'workerStartTimeout'
+  | 'workerExecArgv'
+> {
+  const { workerModule, workerResourceLimits, workerExecArgv } = options;
+  const workerTimeoutGrace = seconds(
+    'workerTimeoutGrace',
+    options.workerTimeoutGrace,
+    defaults.DEFAULT_WORKER_TIMEOUT_GRACE,
+  );
+  if (workerResourceLimits !== undefined) {
+    const limits = workerResourceLimits as Record<string, unknown>;
+    const ok =
+      limits !== null &&
+      typeof limits === 'object' &&
+      Object.values(limits).every((value) => typeof value === 'number' && value > 0);
+    if (!ok) {
+      throw new InvalidJobsOptionError(
+        'workerResourceLimits',
+        workerResourceLimits,
+        'must be an object of positive numbers',
+      );
+    }
+  }
+  if (
+    workerExecArgv !== undefined &&
+    (!Array.isArray(workerExecArgv) || workerExecArgv.some((arg) => typeof arg !== 'string'))
+  ) {
+    throw new InvalidJobsOptionError(
+      'workerExecArgv',
+      workerExecArgv,
+      'must be an array of strings',
+    );
+  }
+  return {
+    workerModule: workerModule === undefined ? undefined : resolveWorkerModule(workerModule),
+    workerStartTimeout: seconds(
+      'workerStartTimeout',
+      options.workerStartTimeout,
+      defaults.DEFAULT_WORKER_START_TIMEOUT,
+    ),
+    workerResourceLimits: workerResourceLimits && { ...workerResourceLimits },
+    workerTimeoutGrace,
+    workerExecArgv: workerExecArgv && [...workerExecArgv],
+  };
+}
+
+function resolveWorkerModule(value: unknown): { url: string; exportName?: string } {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new InvalidJobsOptionError(
+      'workerModule',
+      value,
+      'must be the path of a file exporting a Nest module',
+    );
+  }
+  const hash = value.lastIndexOf('#');
+  const location = hash > 0 ? value.slice(0, hash) : value;
+  const exportName = hash > 0 ? value.slice(hash + 1) : undefined;
+  const file = location.startsWith('file:') ? fileURLToPath(location) : resolvePath(location);
+  if (!existsSync(file)) {
+    throw new InvalidJobsOptionError('workerModule', value, `names no file (looked for ${file})`);
+  }
+  return { url: pathToFileURL(file).href, ...(exportName ? { exportName } : {}) };
 }
 
 function resolveInstanceId(value: unknown): string {

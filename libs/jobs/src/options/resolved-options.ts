@@ -1,3 +1,4 @@
+import type { ResourceLimits } from 'node:worker_threads';
 import type { PoolConfig } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { ValidatedSchedule } from '../cron/validate-schedule.js';
@@ -11,6 +12,12 @@ export interface ResolvedJobsOptions {
   readonly migrate: boolean;
   readonly instanceId: string;
   readonly workers: number;
+  /** The `workerModule` file as a `file:` URL, and the export to boot. */
+  readonly workerModule?: { readonly url: string; readonly exportName?: string };
+  readonly workerResourceLimits?: ResourceLimits;
+  readonly workerTimeoutGrace: number;
+  readonly workerStartTimeout: number;
+  readonly workerExecArgv?: readonly string[];
   readonly concurrency: number;
   readonly pollingCheck: number;
   readonly scheduledCheck: number;

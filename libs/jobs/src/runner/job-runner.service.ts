@@ -9,6 +9,7 @@ import { channelFor } from '../notify/job-events.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
+import { WorkerPool } from '../worker-pool/worker-pool.service.js';
 import { CompletionBatcher } from './completion-batcher.js';
 import { retryWhileUnreachable } from './retry-while-unreachable.js';
 import { runWithTimeout } from './run-with-timeout.js';
@@ -57,6 +58,7 @@ export class JobRunner {
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
     @Inject(TaskRegistry) private readonly registry: TaskRegistry,
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
+    @Inject(WorkerPool) private readonly workerPool: WorkerPool,
     @Inject(JobEvents) private readonly events: JobEvents,
   ) {
     this.sql = runnerSql(db.schema);
@@ -163,18 +165,22 @@ export class JobRunner {
           `No handler for task "${job.task}" on instance ${this.options.instanceId}.`,
         );
       const timeout = task.options.timeout ?? this.options.taskTimeout;
-      await runWithTimeout(
-        (signal) =>
-          task.handler.run(job.payload, {
-            id: job.id,
-            task: job.task,
-            attempt: job.attempt,
-            maxRetries: job.maxRetries,
-            signal,
-          }),
-        timeout,
-        controller,
-      );
+      const { handler } = task;
+      // A worker task's handler lives in the pool threads, not in this one.
+      if (!handler) await this.workerPool.run(job, timeout, controller);
+      else
+        await runWithTimeout(
+          (signal) =>
+            handler.run(job.payload, {
+              id: job.id,
+              task: job.task,
+              attempt: job.attempt,
+              maxRetries: job.maxRetries,
+              signal,
+            }),
+          timeout,
+          controller,
+        );
     } catch (err) {
       failure = toError(err);
     }
