@@ -8,6 +8,7 @@ import type {
 import { CronPlannerService } from './cron/cron-planner.service.js';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
+import { InstanceHeartbeat } from './instances/instance-heartbeat.service.js';
 import { NotificationListener } from './notify/notification-listener.js';
 import { JOBS_OPTIONS } from './options/resolved-options.js';
 import type { ResolvedJobsOptions } from './options/resolved-options.js';
@@ -24,10 +25,10 @@ import { WorkerPool } from './worker-pool/worker-pool.service.js';
  *   found, so a bad handler or schedule fails the boot; with a `workerModule`, the pool's first
  *   thread boots it and reports its worker tasks (an instance that runs no jobs stops the pool
  *   once it knows their names);
- * - bootstrap (the app is ready): listen, reap what a previous life left behind, plan the cron
- *   slots (catch-up runs included), then claim;
+ * - bootstrap (the app is ready): listen, register the instance and start heartbeating, reap
+ *   what a previous life left behind, plan the cron slots (catch-up runs included), then claim;
  * - before shutdown: stop claiming and drain while the connections (ours and a shared
- *   DataSource) are still open, then stop the worker pool;
+ *   DataSource) are still open, then stop the worker pool and deregister;
  * - shutdown: close the connections this module owns.
  */
 @Injectable()
@@ -47,6 +48,7 @@ export class JobsLifecycle
     @Inject(RetentionService) private readonly retention: RetentionService,
     @Inject(CronPlannerService) private readonly planner: CronPlannerService,
     @Inject(WorkerPool) private readonly workerPool: WorkerPool,
+    @Inject(InstanceHeartbeat) private readonly heartbeat: InstanceHeartbeat,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -77,6 +79,8 @@ export class JobsLifecycle
       void this.waiters.catchUp().catch(() => undefined);
     });
     await this.listener.start();
+    // Registered before anything is claimed: a peer's reaper takes an unregistered executor for dead.
+    await this.heartbeat.start();
     if (this.options.runJobs) await this.reaper.start();
     await this.planner.start();
     if (this.options.runJobs) this.retention.start();
@@ -88,13 +92,19 @@ export class JobsLifecycle
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all([
-      this.runner.stop().then(() => this.workerPool.stop()),
-      this.reaper.stop(),
-      this.planner.stop(),
-      this.retention.stop(),
-    ]);
-    this.waiters.rejectAll();
+    try {
+      await Promise.all([
+        this.runner.stop().then(() => this.workerPool.stop()),
+        this.reaper.stop(),
+        this.planner.stop(),
+        this.retention.stop(),
+      ]);
+    } finally {
+      // Only once drained: until then the instance still vouches for its running jobs. And even if
+      // draining failed: a heartbeat left ticking would keep the process alive.
+      await this.heartbeat.stop();
+      this.waiters.rejectAll();
+    }
   }
 
   private async startWorkerPool(): Promise<void> {

@@ -3,6 +3,7 @@ import { DiscoveryModule } from '@nestjs/core';
 import { CronPlannerService } from './cron/cron-planner.service.js';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
+import { InstanceHeartbeat } from './instances/instance-heartbeat.service.js';
 import { JobEvents } from './events/job-events.js';
 import { JobEventsService } from './events/job-events.service.js';
 import { JobsLifecycle } from './jobs.lifecycle.js';
@@ -50,6 +51,7 @@ import { WorkerPool } from './worker-pool/worker-pool.service.js';
     JobQueueService,
     WorkerPool,
     JobRunner,
+    InstanceHeartbeat,
     ReaperService,
     RetentionService,
     CronPlannerService,

@@ -8,6 +8,8 @@ export const DEFAULT_TASK_TIMEOUT = 300;
 export const DEFAULT_STALE_JOB_TIMEOUT = 3600;
 export const DEFAULT_SHUTDOWN_TIMEOUT = 30;
 export const DEFAULT_PROMISE_TIMEOUT = 600;
+export const DEFAULT_HEARTBEAT_INTERVAL = 5;
+export const DEFAULT_INSTANCE_TIMEOUT = 30;
 export const DEFAULT_WORKER_TIMEOUT_GRACE = 5;
 export const DEFAULT_WORKER_START_TIMEOUT = 60;
 /** Seconds ahead the cron planner plans each schedule's slots (the seed's 24 h). */

@@ -65,6 +65,14 @@ export interface JobsModuleOptions {
   taskTimeout?: number;
   /** Seconds after which an `active` job is presumed abandoned whatever its instance. Default 3600. */
   staleJobTimeout?: number;
+  /** Seconds between this instance's heartbeats in the instances table. Default 5. */
+  heartbeatInterval?: number;
+  /**
+   * Seconds without a heartbeat after which an instance is presumed dead and its `active` jobs are
+   * requeued (counting the interrupted attempt). At least twice `heartbeatInterval`. The reaper runs
+   * every `scheduledCheck` or every half `instanceTimeout`, whichever is shorter. Default 30.
+   */
+  instanceTimeout?: number;
   /** Seconds shutdown waits for running jobs before requeueing them. Default 30. */
   shutdownTimeout?: number;
   /** Seconds an `addJob({ promise: true })` caller waits before its promise rejects. Default 600. */

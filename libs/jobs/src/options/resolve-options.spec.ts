@@ -54,6 +54,37 @@ describe('resolveJobsOptions', () => {
       );
     },
   );
+
+  it('defaults the liveness options: a heartbeat every 5 s, presumed dead after 30 s', () => {
+    expect(resolveJobsOptions({ connection: 'x' })).toMatchObject({
+      heartbeatInterval: defaults.DEFAULT_HEARTBEAT_INTERVAL,
+      instanceTimeout: defaults.DEFAULT_INSTANCE_TIMEOUT,
+    });
+    expect([defaults.DEFAULT_HEARTBEAT_INTERVAL, defaults.DEFAULT_INSTANCE_TIMEOUT]).toEqual([
+      5, 30,
+    ]);
+  });
+
+  it('refuses an instanceTimeout shorter than two heartbeats', () => {
+    expect(() =>
+      resolveJobsOptions({ connection: 'x', heartbeatInterval: 2, instanceTimeout: 3 }),
+    ).toThrow(
+      new InvalidJobsOptionError(
+        'instanceTimeout',
+        3,
+        'must be at least twice heartbeatInterval (2s), so that one late heartbeat does not get a live instance presumed dead',
+      ),
+    );
+    expect(
+      resolveJobsOptions({ connection: 'x', heartbeatInterval: 0.25, instanceTimeout: 0.5 }),
+    ).toMatchObject({ heartbeatInterval: 0.25, instanceTimeout: 0.5 });
+  });
+
+  it.each([0, -1, Number.NaN, '5'])('refuses heartbeatInterval %p', (value) => {
+    expect(() =>
+      resolveJobsOptions({ connection: 'x', heartbeatInterval: value as never }),
+    ).toThrow('JobsModule option "heartbeatInterval" must be a positive number of seconds');
+  });
 });
 
 describe('history retention options', () => {

@@ -32,6 +32,8 @@ const KNOWN_OPTIONS = new Set<string>([
   'retryBackoff',
   'taskTimeout',
   'staleJobTimeout',
+  'heartbeatInterval',
+  'instanceTimeout',
   'shutdownTimeout',
   'promiseTimeout',
   'historyExpiration',
@@ -77,6 +79,7 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
       options.staleJobTimeout,
       defaults.DEFAULT_STALE_JOB_TIMEOUT,
     ),
+    ...resolveLiveness(options),
     shutdownTimeout: seconds(
       'shutdownTimeout',
       options.shutdownTimeout,
@@ -148,6 +151,30 @@ function resolveConnection(
     connection,
     'must be a connection string or pg pool options (or pass "dataSource")',
   );
+}
+
+function resolveLiveness(
+  options: JobsModuleOptions,
+): Pick<ResolvedJobsOptions, 'heartbeatInterval' | 'instanceTimeout'> {
+  const heartbeatInterval = seconds(
+    'heartbeatInterval',
+    options.heartbeatInterval,
+    defaults.DEFAULT_HEARTBEAT_INTERVAL,
+  );
+  const instanceTimeout = seconds(
+    'instanceTimeout',
+    options.instanceTimeout,
+    defaults.DEFAULT_INSTANCE_TIMEOUT,
+  );
+  // One late heartbeat (a GC pause, a slow query) must not get a live instance's jobs requeued.
+  if (instanceTimeout < 2 * heartbeatInterval) {
+    throw new InvalidJobsOptionError(
+      'instanceTimeout',
+      instanceTimeout,
+      `must be at least twice heartbeatInterval (${heartbeatInterval}s), so that one late heartbeat does not get a live instance presumed dead`,
+    );
+  }
+  return { heartbeatInterval, instanceTimeout };
 }
 
 /** Each schedule throws its own typed error (`InvalidCronExpressionError`, ...), naming the schedule. */

@@ -25,6 +25,8 @@ export interface ResolvedJobsOptions {
   readonly retryBackoff: number;
   readonly taskTimeout: number;
   readonly staleJobTimeout: number;
+  readonly heartbeatInterval: number;
+  readonly instanceTimeout: number;
   readonly shutdownTimeout: number;
   readonly promiseTimeout: number;
   readonly historyExpiration: number;

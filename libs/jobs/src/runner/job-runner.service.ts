@@ -11,9 +11,13 @@ import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
 import { WorkerPool } from '../worker-pool/worker-pool.service.js';
 import { CompletionBatcher } from './completion-batcher.js';
+import { retryWhileUnreachable } from './retry-while-unreachable.js';
 import { runWithTimeout } from './run-with-timeout.js';
 import { runnerSql } from './runner.sql.js';
 import type { ClaimedJob, RunnerSql } from './runner.sql.js';
+
+/** How long shutdown keeps trying to give unfinished attempts back to an unreachable database. */
+const RELEASE_RETRY_MS = 5_000;
 
 interface RunningAttempt {
   readonly job: ClaimedJob;
@@ -194,21 +198,26 @@ export class JobRunner {
   }
 
   private async recordSuccess(job: ClaimedJob): Promise<void> {
-    if (!(await this.completions.complete(job))) return this.reportFenced(job, 'completed');
+    const { value: recorded, retried } = await this.writeEnding(job, 'the completion', () =>
+      this.completions.complete(job),
+    );
+    if (!recorded) return this.reportFenced(job, 'completed', retried);
     this.events.completed(job);
     this.waiters.settle({ id: job.id, state: 'completed' });
   }
 
   private async recordFailure(job: ClaimedJob, failure: Error): Promise<void> {
-    const rows = await this.db.query<{ retried: boolean }>(this.sql.fail, [
-      job.id,
-      this.channel,
-      job.attempt,
-      failure.message,
-      this.options.retryBackoff,
-      this.options.instanceId,
-    ]);
-    if (rows.length === 0) return this.reportFenced(job, 'failed');
+    const { value: rows, retried: writeRetried } = await this.writeEnding(job, 'the failure', () =>
+      this.db.query<{ retried: boolean }>(this.sql.fail, [
+        job.id,
+        this.channel,
+        job.attempt,
+        failure.message,
+        this.options.retryBackoff,
+        this.options.instanceId,
+      ]),
+    );
+    if (rows.length === 0) return this.reportFenced(job, 'failed', writeRetried);
     const retried = rows[0].retried;
     this.events.failed(job, failure, retried);
     this.logger.warn(
@@ -218,10 +227,25 @@ export class JobRunner {
     if (!retried) this.waiters.settle({ id: job.id, state: 'failed', error: failure.message });
   }
 
-  private reportFenced(job: ClaimedJob, outcome: string): void {
+  /**
+   * An attempt's ending is written for as long as the database stays unreachable: the result is
+   * kept if the database comes back before a reaper presumed this instance dead (the write is
+   * fenced either way). Shutdown releasing the attempt ends the retries.
+   */
+  private writeEnding<T>(job: ClaimedJob, what: string, write: () => Promise<T>) {
+    return retryWhileUnreachable(
+      `${what} of job ${job.id} (${job.task}, attempt ${job.attempt})`,
+      write,
+      () => this.running.get(job.id)?.released ?? true,
+      this.logger,
+    );
+  }
+
+  private reportFenced(job: ClaimedJob, outcome: string, retried = false): void {
     this.logger.warn(
       `Job ${job.id} (${job.task}) ${outcome} on attempt ${job.attempt}, but that attempt is no longer the ` +
-        'active one (it was reaped or released); the result is dropped.',
+        'active one (it was reaped or released); the result is dropped.' +
+        (retried ? ' (An earlier try lost its connection and may have recorded it.)' : ''),
     );
   }
 
@@ -248,12 +272,28 @@ export class JobRunner {
       attempt.released = true;
       attempt.controller.abort(new JobsShutdownError());
     }
-    const requeued = await this.db.query(this.sql.release, [
-      unfinished.map((attempt) => attempt.job.id),
-      unfinished.map((attempt) => attempt.job.attempt),
-      this.options.instanceId,
-      `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
-    ]);
-    this.logger.warn(`Requeued ${requeued.length} job(s) still running at shutdown.`);
+    // Bounded: if the database stays away, the attempts stay active and peers reap them once this
+    // instance's heartbeat is older than instanceTimeout.
+    const releaseDeadline = Date.now() + RELEASE_RETRY_MS;
+    try {
+      const { value: requeued } = await retryWhileUnreachable(
+        `the release of ${unfinished.length} unfinished job(s)`,
+        () =>
+          this.db.query(this.sql.release, [
+            unfinished.map((attempt) => attempt.job.id),
+            unfinished.map((attempt) => attempt.job.attempt),
+            this.options.instanceId,
+            `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
+          ]),
+        () => Date.now() > releaseDeadline,
+        this.logger,
+      );
+      this.logger.warn(`Requeued ${requeued.length} job(s) still running at shutdown.`);
+    } catch (err) {
+      this.logger.warn(
+        `Could not requeue ${unfinished.length} job(s) still running at shutdown (${toError(err).message}); ` +
+          'they stay active until a peer reaps them, instanceTimeout after this instance is last heard of.',
+      );
+    }
   }
 }

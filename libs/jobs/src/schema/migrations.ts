@@ -105,6 +105,25 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX job_schedule_slot_job ON ${s}."jobScheduleSlot" ("jobId");
     `,
   },
+  {
+    version: 3,
+    name: 'create the instances table for liveness',
+    sql: ({ quoted: s }) => `
+      -- One row per running instance. "heartbeatAt" is database time: instances never compare
+      -- their own clocks, so a skewed host cannot make a live peer look dead.
+      CREATE TABLE ${s}.instances (
+        id text PRIMARY KEY,
+        hostname text,
+        pid integer,
+        "startedAt" timestamptz NOT NULL DEFAULT now(),
+        "heartbeatAt" timestamptz NOT NULL DEFAULT now(),
+        -- Its own instanceTimeout: peers configured differently still judge it by what it promised.
+        "instanceTimeout" double precision NOT NULL
+      );
+      -- The reaper looks up the instance of every active job.
+      CREATE INDEX job_history_active_executed_by ON ${s}."jobHistory" ("executedBy") WHERE state = 'active';
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */

@@ -1,0 +1,40 @@
+import { isConnectionError } from './connection-errors.js';
+
+describe('isConnectionError', () => {
+  it.each([
+    [
+      'a refused connection',
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+    ],
+    ['a reset socket', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })],
+    [
+      'pg_terminate_backend',
+      Object.assign(new Error('terminating connection due to administrator command'), {
+        code: '57P01',
+      }),
+    ],
+    [
+      'a server starting up',
+      Object.assign(new Error('the database system is starting up'), { code: '57P03' }),
+    ],
+    ['a connection exception', Object.assign(new Error('connection failure'), { code: '08006' })],
+    ['a socket pg saw close', new Error('Connection terminated unexpectedly')],
+    ['a pool that could not connect in time', new Error('timeout exceeded when trying to connect')],
+  ])('retries after %s', (_what, err) => {
+    expect(isConnectionError(err)).toBe(true);
+  });
+
+  it.each([
+    ['a syntax error', Object.assign(new Error('syntax error at or near "x"'), { code: '42601' })],
+    [
+      'a missing database',
+      Object.assign(new Error('database "x" does not exist'), { code: '3D000' }),
+    ],
+    ['a unique violation', Object.assign(new Error('duplicate key'), { code: '23505' })],
+    ['a plain error', new Error('boom')],
+    ['a thrown string', 'Connection terminated'],
+    ['nothing', undefined],
+  ])('does not retry %s', (_what, err) => {
+    expect(isConnectionError(err)).toBe(false);
+  });
+});

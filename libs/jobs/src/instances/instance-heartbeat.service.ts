@@ -1,0 +1,141 @@
+import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { toError } from '../common/errors.js';
+import { Tick } from '../common/tick.js';
+import { JobsDatabase } from '../database/jobs-database.js';
+import { JOBS_OPTIONS } from '../options/resolved-options.js';
+import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import { instancesSql } from './instances.sql.js';
+import type { InstanceRegistration } from './instances.sql.js';
+
+/**
+ * Keeps this instance's row in the instances table alive: registered at bootstrap (before it
+ * claims anything), a heartbeat every `heartbeatInterval`, removed at clean shutdown (after the
+ * runner drained, so no job of ours is left `active`).
+ *
+ * Peers presume the instance dead once its heartbeat is older than `instanceTimeout`, and requeue
+ * its jobs. An instance that was only paused (SIGSTOP, a long GC, a frozen VM) finds out on its
+ * next heartbeat and says so; its late writes are then fenced out by the runner, not undone here.
+ */
+@Injectable()
+export class InstanceHeartbeat {
+  private readonly logger = new Logger('JobsInstances');
+  private readonly sql: ReturnType<typeof instancesSql>;
+  private readonly tick: Tick;
+  private readonly host = hostname();
+  private registration?: InstanceRegistration;
+  /**
+   * Since when (monotonic ms) every heartbeat has succeeded; unset while they fail. A boot counts as
+   * healthy all along: it has no earlier view of the database to distrust.
+   */
+  private healthySince: number | undefined = -Infinity;
+  /** When (monotonic ms) a heartbeat last succeeded: one that hangs neither fails nor succeeds. */
+  private lastBeatAt = performance.now();
+  private stopping?: Promise<void>;
+
+  constructor(
+    @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
+    @Inject(JobsDatabase) private readonly db: JobsDatabase,
+  ) {
+    this.sql = instancesSql(db.schema);
+    this.tick = new Tick(
+      'Heartbeat',
+      options.heartbeatInterval * 1000,
+      () => this.beat(),
+      this.logger,
+    );
+  }
+
+  /**
+   * Whether this instance's own view of the database has been unbroken for `instanceTimeout`.
+   *
+   * After an outage every peer's heartbeat is old, live or not. A reaper that judged them at once
+   * would requeue the jobs of instances that are merely waiting to write their results; waiting
+   * one `instanceTimeout` of working heartbeats gives the live ones time to be heard again.
+   */
+  get canJudgePeers(): boolean {
+    const now = performance.now();
+    const timeoutMs = this.options.instanceTimeout * 1000;
+    return (
+      this.healthySince !== undefined &&
+      now - this.healthySince >= timeoutMs &&
+      now - this.lastBeatAt < timeoutMs
+    );
+  }
+
+  /** Registers this life of the instance (throws if the database refuses) and starts heartbeating. */
+  async start(): Promise<void> {
+    const [row] = await this.db.query<InstanceRegistration>(this.sql.register, [
+      this.options.instanceId,
+      this.host,
+      process.pid,
+      this.options.instanceTimeout,
+    ]);
+    this.registration = row;
+    this.lastBeatAt = performance.now();
+    this.tick.start();
+  }
+
+  /** Stops heartbeating and deregisters. Idempotent; a database that is down only costs a warning. */
+  stop(): Promise<void> {
+    this.stopping ??= this.deregister();
+    return this.stopping;
+  }
+
+  private async beat(): Promise<void> {
+    const registration = this.registration;
+    if (!registration) return;
+    let silentFor: number | null;
+    try {
+      [{ silentFor }] = await this.db.query<{ silentFor: number | null }>(this.sql.heartbeat, [
+        this.options.instanceId,
+        this.host,
+        process.pid,
+        registration.startedAt,
+        this.options.instanceTimeout,
+      ]);
+    } catch (err) {
+      if (this.healthySince !== undefined) {
+        this.logger.warn(
+          `Heartbeat failed (${toError(err).message}); retrying every ${this.options.heartbeatInterval}s.`,
+        );
+      }
+      this.healthySince = undefined;
+      return;
+    }
+    const now = performance.now();
+    if (
+      this.healthySince === undefined ||
+      now - this.lastBeatAt >= this.options.instanceTimeout * 1000
+    ) {
+      if (this.healthySince === undefined) this.logger.log('Heartbeat reached the database again.');
+      this.healthySince = now;
+    }
+    this.lastBeatAt = now;
+    if (silentFor === null || silentFor > this.options.instanceTimeout) {
+      this.logger.warn(
+        `Instance ${this.options.instanceId} was presumed dead: ` +
+          (silentFor === null
+            ? 'a reaper removed its registration'
+            : `no heartbeat for ${silentFor.toFixed(1)}s`) +
+          ` (instanceTimeout ${this.options.instanceTimeout}s). Jobs it was running may have been requeued elsewhere; ` +
+          'their results from this instance will be dropped.',
+      );
+    }
+  }
+
+  private async deregister(): Promise<void> {
+    await this.tick.stop();
+    const registration = this.registration;
+    if (!registration) return;
+    await this.db
+      .query(this.sql.deregister, [this.options.instanceId, registration.startedAt])
+      .catch((err: unknown) =>
+        this.logger.warn(
+          `Could not deregister instance ${this.options.instanceId} (${toError(err).message}); ` +
+            'peers will forget it after instanceTimeout.',
+        ),
+      );
+  }
+}

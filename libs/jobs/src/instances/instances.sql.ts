@@ -1,0 +1,45 @@
+import type { SchemaName } from '../database/schema-name.js';
+
+/** The registration a running instance holds in the instances table. */
+export interface InstanceRegistration {
+  /**
+   * Database time of this life's registration: jobs that started before it belong to an earlier
+   * life. Kept as text, since a JavaScript `Date` would drop the microseconds it is compared at.
+   */
+  readonly startedAt: string;
+}
+
+/** The instance registry's statements. Every time in them is database time. */
+export function instancesSql({ quoted: s }: SchemaName) {
+  return {
+    /**
+     * Starts a life of the instance: a new row, or a fresh `startedAt` on the row an earlier life
+     * with the same id left behind. Jobs that earlier life left `active` started before this
+     * `startedAt`, which is how the reaper knows they are orphans although the id is alive.
+     *
+     * $1 id $2 hostname $3 pid $4 instanceTimeout
+     */
+    register: `
+      INSERT INTO ${s}.instances (id, hostname, pid, "instanceTimeout") VALUES ($1, $2, $3, $4)
+      ON CONFLICT (id) DO UPDATE SET hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
+        "instanceTimeout" = EXCLUDED."instanceTimeout", "startedAt" = now(), "heartbeatAt" = now()
+      RETURNING "startedAt"::text AS "startedAt"`,
+
+    /**
+     * Heartbeats, and says how long the instance had been silent (null: its row was gone, because a
+     * reaper presumed it dead). The row is put back with this life's `startedAt`, so jobs claimed
+     * in this life are never taken for an earlier life's.
+     *
+     * $1 id $2 hostname $3 pid $4 startedAt $5 instanceTimeout
+     */
+    heartbeat: `
+      WITH previous AS (SELECT "heartbeatAt" FROM ${s}.instances WHERE id = $1)
+      INSERT INTO ${s}.instances (id, hostname, pid, "startedAt", "instanceTimeout")
+      VALUES ($1, $2, $3, $4::timestamptz, $5)
+      ON CONFLICT (id) DO UPDATE SET "heartbeatAt" = now()
+      RETURNING (SELECT extract(epoch FROM now() - "heartbeatAt")::float8 FROM previous) AS "silentFor"`,
+
+    /** Only this life's row: a successor that registered under the same id keeps its own. $1 id $2 startedAt */
+    deregister: `DELETE FROM ${s}.instances WHERE id = $1 AND "startedAt" = $2::timestamptz`,
+  };
+}
