@@ -15,8 +15,12 @@ class SleepTask implements JobTaskHandler<{ ms: number }> {
   async run(payload: { ms: number }, ctx: JobContext): Promise<void> {
     started.add(ctx.id);
     ctx.signal.addEventListener('abort', () => aborted.add(ctx.id));
-    await new Promise((resolve) => setTimeout(resolve, payload.ms));
-    finished.add(ctx.id);
+    // Stops sleeping when aborted, so that no timer outlives the test.
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, payload.ms);
+      ctx.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()));
+    });
+    if (!ctx.signal.aborted) finished.add(ctx.id);
   }
 }
 

@@ -10,6 +10,14 @@ export interface JobsApp {
   close(): Promise<void>;
 }
 
+/** Apps of this test file that have not been closed: `useTestDatabase` closes them before it drops. */
+const openApps = new Set<JobsApp>();
+
+/** Closes every app `startJobsApp` started that is still open. */
+export async function closeOpenApps(): Promise<void> {
+  await Promise.all([...openApps].map((app) => app.close()));
+}
+
 /**
  * Boots one instance: a Nest app with `JobsModule.forRoot` on `url` and the given task classes,
  * as a user's app would be. Several in one test file are several instances on one database.
@@ -26,11 +34,13 @@ export async function startJobsApp(
     .compile();
   await module.init();
   let closing: Promise<void> | undefined;
-  return {
+  const app: JobsApp = {
     module,
     queue: module.get(JobQueueService),
-    close: () => (closing ??= module.close()),
+    close: () => (closing ??= module.close().finally(() => openApps.delete(app))),
   };
+  openApps.add(app);
+  return app;
 }
 
 /** Warnings and errors only: they are what a failing test needs to explain itself. */

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { createDatabase } from '../../tools/dev-database.js';
+import { closeOpenApps } from './jobs-app.js';
 
 export interface TestDatabase {
   /** Connection string of this file's own database. */
@@ -10,7 +11,9 @@ export interface TestDatabase {
 
 /**
  * Gives the calling test file a fresh database of its own, created before its tests and dropped
- * after them, on the server `global-setup` found.
+ * after them, on the server `global-setup` found. Apps still open then are closed first: their
+ * shutdown writes to the database (Jest runs `afterAll` hooks in declaration order, so a file's own
+ * hooks may come after this one).
  */
 export function useTestDatabase(prefix = 'jobs_test'): TestDatabase {
   let drop: (() => Promise<void>) | undefined;
@@ -30,6 +33,7 @@ export function useTestDatabase(prefix = 'jobs_test'): TestDatabase {
     pool.on('error', () => undefined);
   });
   afterAll(async () => {
+    await closeOpenApps();
     await pool?.end();
     await drop?.();
   });
