@@ -55,27 +55,59 @@ async function withApps<T>(
   }
 }
 
-async function enqueueInBatches(queue: JobQueueService): Promise<void> {
+async function enqueueInBatches(queue: JobQueueService, task = 'noop'): Promise<void> {
   for (let offset = 0; offset < JOBS; offset += BATCH_SIZE) {
     const n = Math.min(BATCH_SIZE, JOBS - offset);
-    await queue.addJobs(Array.from({ length: n }, () => ({ task: 'noop' })));
+    await queue.addJobs(Array.from({ length: n }, () => ({ task })));
   }
 }
 
-/** Polls history on one connection until every job is recorded completed. */
-async function waitForCompleted(url: string): Promise<void> {
+/**
+ * Polls history on one connection until every job is recorded completed; returns the drain's
+ * length on the database's clock, from the first claim to the last completion, so that booting
+ * the Nest apps (and a worker pool) is not part of it.
+ */
+async function drainTime(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     const count = `SELECT count(*)::int AS n FROM jobs."jobHistory" WHERE state = 'completed'`;
     await pollUntil(
       async () => (await client.query(count)).rows[0].n === JOBS,
-      120_000,
+      180_000,
       'the library drain',
     );
+    const { rows } = await client.query(
+      `SELECT extract(epoch FROM max("completedAt") - min("startedAt")) * 1000 AS ms FROM jobs."jobHistory"`,
+    );
+    return Number(rows[0].ms);
   } finally {
     await client.end();
   }
+}
+
+/** Queues `JOBS` jobs of `task` with no consumer running, then drains them with `instances` apps. */
+async function drain(
+  url: string,
+  task: string,
+  options: Partial<JobsModuleOptions>,
+  instances: number,
+): Promise<{ ms: number; peakRssMiB: number }> {
+  await withApps(url, { runJobs: false, allowUnknownTasks: true }, 1, (queue) =>
+    enqueueInBatches(queue, task),
+  );
+  const peak = trackPeakRss();
+  return withApps(url, { pollingCheck: 0.5, ...options }, instances, async () => {
+    const ms = await drainTime(url);
+    return { ms, peakRssMiB: peak() };
+  });
+}
+
+const WORKER_MODULE = new URL('./worker-noop.module.ts', import.meta.url).href;
+
+/** The drain of no-op worker tasks, in the pool of `workers: 'auto'` threads. */
+export function drainWorkerTasks(url: string, concurrency: number) {
+  return drain(url, 'bench.workerNoop', { concurrency, workerModule: WORKER_MODULE }, 1);
 }
 
 export const library: QueueUnderTest = {
@@ -93,18 +125,7 @@ export const library: QueueUnderTest = {
       return performance.now() - start;
     }),
 
-  drain: async (url, concurrency, instances) => {
-    // Queue first, with no consumer running, so the drain starts from a full queue.
-    await withApps(url, { runJobs: false }, 1, enqueueInBatches);
-    const peak = trackPeakRss();
-    startedAt.clear();
-    return withApps(url, { concurrency, pollingCheck: 0.5 }, instances, async () => {
-      await waitForCompleted(url);
-      // From the first handler start: booting the Nest apps is not part of the drain.
-      const start = Math.min(...startedAt.values());
-      return { ms: performance.now() - start, peakRssMiB: peak() };
-    });
-  },
+  drain: (url, concurrency, instances) => drain(url, 'noop', { concurrency }, instances),
 
   latency: (url) =>
     withApps(url, { concurrency: 10 }, 1, async (queue) => {

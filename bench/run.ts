@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase, resolveDatabaseServer } from '../tools/dev-database.js';
 import { baseline } from './baseline.js';
-import { library } from './library.js';
+import { drainWorkerTasks, library } from './library.js';
 import { latency, summarise } from './stats.js';
 import type { Figure } from './stats.js';
 import { JOBS, LATENCY_JOBS, REPETITIONS } from './workloads.js';
@@ -55,6 +55,13 @@ async function measure(side: QueueUnderTest): Promise<Sample> {
     const name = `drain c=${concurrency} x${instances}`;
     sample[name] = perSecond(run.ms);
     sample[`${name} peak RSS`] = run.peakRssMiB;
+  }
+  if (side === library) {
+    // The baseline has no worker threads: its figure is its in-process drain at the same concurrency.
+    const run = await onFreshDatabase((url) => drainWorkerTasks(url, 10));
+    sample['drain worker tasks c=10 x1'] = perSecond(run.ms);
+  } else {
+    sample['drain worker tasks c=10 x1'] = sample['drain c=10 x1'];
   }
   const lat = latency(await onFreshDatabase(side.latency));
   sample['latency p50'] = lat.p50;
