@@ -24,6 +24,8 @@ interface RunningAttempt {
   readonly controller: AbortController;
   /** Set when shutdown gave the attempt back: its own ending is then no longer ours to write. */
   released: boolean;
+  /** The task has settled; only the write of its ending is left. */
+  taskDone: boolean;
 }
 
 /**
@@ -36,11 +38,18 @@ interface RunningAttempt {
  *
  * A claim that comes back full means more may be waiting: `backlog` is then set, and each attempt
  * that ends claims again, so a busy instance stays busy without waiting for notifications.
+ *
+ * A slot frees when its task settles, not when the ending is written: the next claim then runs
+ * while the previous batch's completions are being written, instead of after. Attempts whose
+ * ending is still being written are bounded too (another `concurrency`), so a database slow to
+ * take the writes slows the claims down with it.
  */
 @Injectable()
 export class JobRunner {
   private readonly logger = new Logger('JobsRunner');
   private readonly running = new Map<string, RunningAttempt>();
+  /** Attempts whose task has not settled: what `concurrency` bounds. */
+  private executing = 0;
   private readonly sql: RunnerSql;
   private readonly channel: string;
   private readonly poll: Tick;
@@ -72,9 +81,9 @@ export class JobRunner {
     );
   }
 
-  /** How many attempts this instance is running now. */
+  /** How many tasks this instance is running now. */
   get activeCount(): number {
-    return this.running.size;
+    return this.executing;
   }
 
   start(): void {
@@ -123,7 +132,8 @@ export class JobRunner {
     try {
       do {
         this.wakeRequested = false;
-        const free = this.options.concurrency - this.running.size;
+        const { concurrency } = this.options;
+        const free = Math.min(concurrency - this.executing, 2 * concurrency - this.running.size);
         if (free <= 0) {
           this.backlog = true;
           return;
@@ -145,8 +155,14 @@ export class JobRunner {
   }
 
   private launch(job: ClaimedJob): void {
-    const attempt: RunningAttempt = { job, controller: new AbortController(), released: false };
+    const attempt: RunningAttempt = {
+      job,
+      controller: new AbortController(),
+      released: false,
+      taskDone: false,
+    };
     this.running.set(job.id, attempt);
+    this.executing++;
     this.events.started(job);
     void this.execute(attempt).finally(() => {
       this.running.delete(job.id);
@@ -184,6 +200,9 @@ export class JobRunner {
     } catch (err) {
       failure = toError(err);
     }
+    attempt.taskDone = true;
+    this.executing--;
+    if (this.backlog) this.wake();
     if (attempt.released) return;
     try {
       if (failure) await this.recordFailure(job, failure);
@@ -266,7 +285,8 @@ export class JobRunner {
         if (this.running.size === 0) this.idle();
       });
     }
-    const unfinished = [...this.running.values()];
+    // Attempts whose task has settled are writing their own ending: theirs is the result to keep.
+    const unfinished = [...this.running.values()].filter((attempt) => !attempt.taskDone);
     if (unfinished.length === 0) return;
     for (const attempt of unfinished) {
       attempt.released = true;
