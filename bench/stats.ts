@@ -52,10 +52,11 @@ export async function pollUntil(
   check: () => Promise<boolean>,
   timeoutMs: number,
   what: string,
+  intervalMs = 10,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`bench: timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import type { PreparedStatement } from './prepared-statement.js';
 import type { SchemaName } from './schema-name.js';
 
 /** Anything that runs parameterised SQL: the module's pool, or a caller's TypeORM `EntityManager`. */
@@ -25,12 +26,19 @@ export class JobsDatabase {
     private readonly ownsDataSource: boolean,
     readonly schema: SchemaName,
     private readonly instanceId: string,
+    private readonly prepare: boolean,
   ) {}
 
   static async connect(options: ResolvedJobsOptions): Promise<JobsDatabase> {
     if (options.dataSource) {
       if (!options.dataSource.isInitialized) await options.dataSource.initialize();
-      return new JobsDatabase(options.dataSource, false, options.schema, options.instanceId);
+      return new JobsDatabase(
+        options.dataSource,
+        false,
+        options.schema,
+        options.instanceId,
+        options.preparedStatements,
+      );
     }
     const dataSource = new DataSource({
       type: 'postgres',
@@ -38,7 +46,13 @@ export class JobsDatabase {
       extra: { application_name: applicationName(options.instanceId), ...options.connection },
     });
     await dataSource.initialize();
-    return new JobsDatabase(dataSource, true, options.schema, options.instanceId);
+    return new JobsDatabase(
+      dataSource,
+      true,
+      options.schema,
+      options.instanceId,
+      options.preparedStatements,
+    );
   }
 
   /** The `pg.Pool` under the TypeORM postgres driver. */
@@ -46,10 +60,38 @@ export class JobsDatabase {
     return (this.dataSource.driver as unknown as { master: pg.Pool }).master;
   }
 
-  /** Runs one parameterised statement on the pool and returns its rows. */
-  async query<Row>(text: string, values: readonly unknown[] = []): Promise<Row[]> {
-    const result = await this.pool.query(text, values as unknown[]);
+  /**
+   * Runs one parameterised statement on the pool and returns its rows. A `PreparedStatement` runs
+   * by name unless the `preparedStatements` option turned that off (for a pooler that cannot keep
+   * them).
+   */
+  async query<Row>(
+    statement: string | PreparedStatement,
+    values: readonly unknown[] = [],
+  ): Promise<Row[]> {
+    const query =
+      typeof statement === 'string'
+        ? { text: statement, values: values as unknown[] }
+        : {
+            name: this.prepare ? statement.name : undefined,
+            text: statement.text,
+            values: values as unknown[],
+          };
+    const result = await this.pool.query(query);
     return result.rows as Row[];
+  }
+
+  /**
+   * Runs one statement inside a caller's transaction (its TypeORM `EntityManager`) when one is
+   * given, else on the pool. A caller's manager runs it unprepared: its connection is not ours.
+   */
+  queryIn<Row>(
+    manager: SqlExecutor | undefined,
+    statement: string | PreparedStatement,
+    values: readonly unknown[],
+  ): Promise<Row[]> {
+    if (!manager) return this.query(statement, values);
+    return queryRows(manager, typeof statement === 'string' ? statement : statement.text, values);
   }
 
   /** A new, unconnected session client with the pool's settings, named for `role`. */
@@ -69,7 +111,7 @@ export class JobsDatabase {
  * Runs one statement on `executor` and returns its rows. A TypeORM `EntityManager` answers a
  * `DELETE`/`UPDATE` with `[rows, count]` and anything else with the rows; `pg` with a result object.
  */
-export async function queryRows<Row>(
+async function queryRows<Row>(
   executor: SqlExecutor,
   text: string,
   values: readonly unknown[],

@@ -19,6 +19,13 @@ export interface JobsModuleOptions {
   dataSource?: DataSource;
   /** Schema holding the module's tables. A plain lower-case identifier. Default `jobs`. */
   schema?: string;
+  /**
+   * Run the hot path's statements (claim, completion, failure, enqueue, look-up) as named prepared
+   * statements, parsed and planned once per connection. Default `true`. Set `false` behind a pooler
+   * in transaction mode that cannot keep prepared statements (PgBouncer before 1.21, or later
+   * without `max_prepared_statements`).
+   */
+  preparedStatements?: boolean;
   /** Run the schema migrations at boot. Default `true`; when `false` the boot checks the schema is current. */
   migrate?: boolean;
   /** Name of this instance in history and `application_name`. Default host, pid and a random suffix. */

@@ -9,6 +9,7 @@ describe('resolveJobsOptions', () => {
       connection: { connectionString: 'postgres://x' },
       schema: { name: defaults.DEFAULT_SCHEMA, quoted: `"${defaults.DEFAULT_SCHEMA}"` },
       migrate: true,
+      preparedStatements: true,
       pollingCheck: 5,
       scheduledCheck: 300,
       maxRetries: 5,

@@ -10,6 +10,7 @@ export interface ResolvedJobsOptions {
   readonly dataSource?: DataSource;
   readonly schema: SchemaName;
   readonly migrate: boolean;
+  readonly preparedStatements: boolean;
   readonly instanceId: string;
   readonly workers: number;
   /** The `workerModule` file as a `file:` URL, and the export to boot. */

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JobsDatabase, queryRows } from '../database/jobs-database.js';
+import { JobsDatabase } from '../database/jobs-database.js';
 import type { SqlExecutor } from '../database/jobs-database.js';
 import { InvalidJobOptionsError } from '../errors/jobs.errors.js';
 import { JobEvents } from '../events/job-events.js';
@@ -110,7 +110,7 @@ export class JobQueueService {
       jobs.filter((job) => job.awaited).map((job) => [job.id, this.waiters.wait(job.id)]),
     );
     try {
-      const inserted = await this.insertRows(manager ?? this.db.pool, jobs, notify);
+      const inserted = await this.insertRows(manager, jobs, notify);
       this.events.added(jobs.filter((job) => !inserted.has(job)));
       return jobs.map((job) => {
         const id = inserted.get(job) ?? job.id;
@@ -137,14 +137,14 @@ export class JobQueueService {
    * jobs whose key neither inserted nor matched are tried again.
    */
   private async insertRows(
-    executor: SqlExecutor,
+    manager: SqlExecutor | undefined,
     jobs: readonly ValidatedJob[],
     notify: boolean,
   ): Promise<Map<ValidatedJob, string>> {
     const existing = new Map<ValidatedJob, string>();
     let remaining = jobs;
     for (let round = 0; remaining.length > 0; round++) {
-      const rows = await queryRows<{ id: string }>(executor, this.sql.insertJobs, [
+      const rows = await this.db.queryIn<{ id: string }>(manager, this.sql.insertJobs, [
         remaining.map((job) => job.id),
         remaining.map((job) => job.task),
         remaining.map((job) => job.payload),
@@ -167,8 +167,8 @@ export class JobQueueService {
           `Could not enqueue ${conflicting.length} job(s): their unique keys kept changing hands.`,
         );
       }
-      const pending = await queryRows<{ id: string; uniqueKey: string }>(
-        executor,
+      const pending = await this.db.queryIn<{ id: string; uniqueKey: string }>(
+        manager,
         this.sql.pendingByUniqueKey,
         [conflicting.map((job) => job.uniqueKey)],
       );

@@ -1,3 +1,4 @@
+import { preparedStatement } from '../database/prepared-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
 
 /**
@@ -15,7 +16,7 @@ export function queueSql({ quoted: s }: SchemaName) {
      * $1 id[] $2 task[] $3 payload[] $4 priority[] $5 waitUntil[] $6 maxRetries[] $7 isScheduled[]
      * $8 uniqueKey[] $9 awaited[] $10 createdBy $11 notify $12 channel $13 notification
      */
-    insertJobs: `
+    insertJobs: preparedStatement(`
       WITH input AS (
         SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[],
                              $6::int[], $7::bool[], $8::text[], $9::bool[])
@@ -32,12 +33,12 @@ export function queueSql({ quoted: s }: SchemaName) {
       ), woken AS (
         SELECT pg_notify($12, $13) WHERE $11 AND EXISTS (SELECT 1 FROM inserted WHERE "waitUntil" <= now())
       )
-      SELECT id FROM inserted, (SELECT count(*) FROM woken) AS notified`,
+      SELECT id FROM inserted, (SELECT count(*) FROM woken) AS notified`),
 
     pendingByUniqueKey: `SELECT id, "uniqueKey" FROM ${s}.jobs WHERE "uniqueKey" = ANY($1::text[])`,
 
     /** A pending job (with the history of its earlier attempts, if any), else its history. */
-    getJob: `
+    getJob: preparedStatement(`
       SELECT j.id, j.task, 'pending' AS state, j.payload, j.priority, j.retries AS attempt,
              j."maxRetries", j."waitUntil", j."createdAt", h."startedAt", h."completedAt",
              h."lastErrorMessage", h."executedBy"
@@ -47,7 +48,7 @@ export function queueSql({ quoted: s }: SchemaName) {
       SELECT h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries", NULL,
              h."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy"
       FROM ${s}."jobHistory" h
-      WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)`,
+      WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)`),
 
     /** Takes a pending job out of the queue and records it cancelled, in one statement. */
     cancelJob: `

@@ -1,4 +1,5 @@
 import type { JobsDatabase } from '../database/jobs-database.js';
+import type { PreparedStatement } from '../database/prepared-statement.js';
 import type { ClaimedJob } from './runner.sql.js';
 
 interface PendingCompletion {
@@ -20,7 +21,7 @@ export class CompletionBatcher {
 
   constructor(
     private readonly db: JobsDatabase,
-    private readonly sql: string,
+    private readonly sql: PreparedStatement,
     private readonly channel: string,
   ) {}
 

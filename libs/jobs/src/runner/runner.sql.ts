@@ -1,3 +1,4 @@
+import { preparedStatement } from '../database/prepared-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
 
 /** A claimed job, as the runner holds it while the attempt runs. */
@@ -28,14 +29,19 @@ export function runnerSql({ quoted: s }: SchemaName) {
      *
      * $1 limit $2 executedBy $3 task[]
      */
-    claim: `
+    claim: preparedStatement(`
       WITH claimed AS (
         -- = ANY(ARRAY(...)), not IN (...): the planner turns IN into a hash join over a sequential
         -- scan of the whole queue; the array is computed once and found through the primary key.
         DELETE FROM ${s}.jobs
         WHERE id = ANY(ARRAY(
           SELECT id FROM ${s}.jobs
-          WHERE "waitUntil" <= now() AND task = ANY($3::text[])
+          -- The task filter is wrapped in CASE so that the planner cannot estimate it: a plain
+          -- task = ANY(...) on a table whose statistics predate the burst being claimed (or that
+          -- was never analysed) is estimated at a handful of rows, and the planner then sorts the
+          -- whole queue instead of walking jobs_claim_order, for every claim. Opaque, it is taken
+          -- as matching half the rows, and the index walk that stops at $1 rows always wins.
+          WHERE "waitUntil" <= now() AND CASE WHEN task = ANY($3::text[]) THEN true END
           ORDER BY priority DESC, "waitUntil", seq
           LIMIT $1
           FOR UPDATE SKIP LOCKED
@@ -54,7 +60,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
       )
       SELECT id, task, payload, priority, retries + 1 AS attempt, "maxRetries"
       FROM claimed
-      ORDER BY priority DESC, "waitUntil", seq`,
+      ORDER BY priority DESC, "waitUntil", seq`),
 
     /**
      * Records a batch of successful attempts in one statement (one commit for many jobs: commits,
@@ -63,7 +69,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
      *
      * $1 id[] $2 channel $3 attempt[]
      */
-    complete: `
+    complete: preparedStatement(`
       WITH done AS (
         UPDATE ${s}."jobHistory" h
         SET state = 'completed', "completedAt" = now(), "updatedAt" = now()
@@ -72,7 +78,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
         RETURNING h.id, h.state, h."lastErrorMessage", h.awaited
       )
       SELECT id, (SELECT count(*) FROM (SELECT ${notifyEnd('done')} FROM done WHERE awaited) n) AS told
-      FROM done`,
+      FROM done`),
 
     /**
      * Records a failed attempt and, while retries remain, puts the job back with its backoff:
@@ -80,7 +86,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
      *
      * $1 id $2 channel $3 attempt $4 error message $5 retryBackoff $6 requeuedBy
      */
-    fail: `
+    fail: preparedStatement(`
       WITH failed AS (
         UPDATE ${s}."jobHistory"
         SET state = 'failed', "lastErrorMessage" = $4, "completedAt" = now(), "updatedAt" = now()
@@ -97,7 +103,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
       SELECT id, (SELECT count(*) FROM retried) > 0 AS retried,
              (SELECT count(*) FROM (SELECT ${notifyEnd('failed')} FROM failed
                                     WHERE awaited AND NOT EXISTS (SELECT 1 FROM retried)) n) AS told
-      FROM failed`,
+      FROM failed`),
 
     /**
      * Gives an attempt back unconsumed (shutdown): the job is due again at once, with the retries it

@@ -1,0 +1,51 @@
+import { runnerSql } from '../libs/jobs/src/runner/runner.sql.js';
+import { toSchemaName } from '../libs/jobs/src/database/schema-name.js';
+import { startJobsApp } from './support/jobs-app.js';
+import { recording } from './support/recorder.js';
+import { useTestDatabase } from './support/test-database.js';
+
+const db = useTestDatabase();
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+it('claims by walking the claim-order index even when the queue was never analysed', async () => {
+  const producer = await startJobsApp(db.url, {
+    ...recording('producer'),
+    options: { runJobs: false },
+  });
+  // What a fresh install sees during its first burst: statistics that say the table is empty.
+  await db.query('ALTER TABLE jobs.jobs SET (autovacuum_enabled = false)');
+  for (let i = 0; i < 10; i++)
+    await producer.queue.addJobs(Array.from({ length: 500 }, () => ({ task: 'record' })));
+  await producer.close();
+  const [{ analysed }] = await db.query<{ analysed: boolean }>(
+    `SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL AS analysed
+     FROM pg_stat_user_tables WHERE schemaname = 'jobs' AND relname = 'jobs'`,
+  );
+  expect(analysed).toBe(false);
+
+  // Parameters bound, as the runner sends them: the planner sees the actual limit and tasks.
+  const { claim } = runnerSql(toSchemaName('jobs'));
+  const [{ 'QUERY PLAN': plan }] = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+    `EXPLAIN (FORMAT JSON) ${claim.text}`,
+    [50, 'planner-test', ['record']],
+  );
+  const all = nodes(plan[0].Plan);
+  // The claim's subquery walks jobs_claim_order in order and stops at the limit (the delete then
+  // finds the claimed rows by primary key): nothing reads, or sorts, the whole queue.
+  expect(all.filter((node) => node['Index Name'] === 'jobs_claim_order')).toEqual([
+    expect.objectContaining({ 'Node Type': 'Index Scan' }),
+  ]);
+  expect(
+    all.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'),
+  ).toEqual([]);
+});
