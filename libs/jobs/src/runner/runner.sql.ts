@@ -32,10 +32,12 @@ export function runnerSql({ quoted: s }: SchemaName) {
     claim: preparedStatement(`
       WITH claimed AS (
         -- = ANY(ARRAY(...)), not IN (...): the planner turns IN into a hash join over a sequential
-        -- scan of the whole queue; the array is computed once and found through the primary key.
+        -- scan of the whole queue; the array is computed once. It holds the rows' ctids, not their
+        -- ids: the delete then goes straight to each row instead of down the primary key. A ctid
+        -- is stable here: the rows are locked from the moment it is read, and nothing updates jobs.
         DELETE FROM ${s}.jobs
-        WHERE id = ANY(ARRAY(
-          SELECT id FROM ${s}.jobs
+        WHERE ctid = ANY(ARRAY(
+          SELECT ctid FROM ${s}.jobs
           -- The task filter is wrapped in CASE so that the planner cannot estimate it: a plain
           -- task = ANY(...) on a table whose statistics predate the burst being claimed (or that
           -- was never analysed) is estimated at a handful of rows, and the planner then sorts the
