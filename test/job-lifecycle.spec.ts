@@ -9,7 +9,7 @@ let producer: JobsApp;
 beforeAll(async () => {
   producer = await startJobsApp(db.url, {
     ...recording('producer'),
-    options: { runJobs: false, promiseTimeout: 0.3 },
+    options: { runJobs: false, promiseTimeout: 0.3, allowUnknownTasks: true },
   });
 });
 afterAll(() => producer?.close());
@@ -33,6 +33,77 @@ it('reports a pending job with its due time, priority and payload', async () => 
     startedAt: null,
     lastErrorMessage: null,
   });
+});
+
+it('stores each job of a batch with its own options, whether the batch shares them or not', async () => {
+  const later = new Date(Date.now() + 60_000);
+  const mixed = await producer.queue.addJobs([
+    { task: 'record', priority: 1, maxRetries: 0, isScheduled: true, payload: { n: 1 } },
+    { task: 'other', priority: 2, maxRetries: 7, waitUntil: later, payload: { n: 2 } },
+    { task: 'record', priority: 1, maxRetries: 0, uniqueKey: 'mixed:3', payload: { n: 3 } },
+  ]);
+  const shared = await producer.queue.addJobs([
+    { task: 'other', priority: 4, maxRetries: 2, waitUntil: later },
+    { task: 'other', priority: 4, maxRetries: 2, waitUntil: later },
+  ]);
+  const rows = await db.query(
+    `SELECT id, task, priority, "maxRetries", "isScheduled", "uniqueKey", payload,
+            "waitUntil" > now() AS later
+     FROM jobs.jobs WHERE id = ANY($1::uuid[]) ORDER BY seq`,
+    [[...mixed, ...shared].map((job) => job.id)],
+  );
+  expect(rows).toEqual([
+    {
+      id: mixed[0].id,
+      task: 'record',
+      priority: 1,
+      maxRetries: 0,
+      isScheduled: true,
+      uniqueKey: null,
+      payload: { n: 1 },
+      later: false,
+    },
+    {
+      id: mixed[1].id,
+      task: 'other',
+      priority: 2,
+      maxRetries: 7,
+      isScheduled: false,
+      uniqueKey: null,
+      payload: { n: 2 },
+      later: true,
+    },
+    {
+      id: mixed[2].id,
+      task: 'record',
+      priority: 1,
+      maxRetries: 0,
+      isScheduled: false,
+      uniqueKey: 'mixed:3',
+      payload: { n: 3 },
+      later: false,
+    },
+    {
+      id: shared[0].id,
+      task: 'other',
+      priority: 4,
+      maxRetries: 2,
+      isScheduled: false,
+      uniqueKey: null,
+      payload: {},
+      later: true,
+    },
+    {
+      id: shared[1].id,
+      task: 'other',
+      priority: 4,
+      maxRetries: 2,
+      isScheduled: false,
+      uniqueKey: null,
+      payload: {},
+      later: true,
+    },
+  ]);
 });
 
 it('answers null for a job that does not exist', async () => {

@@ -11,7 +11,11 @@ export function queueSql({ quoted: s }: SchemaName) {
      * Inserts a batch (one row per array element) and, when $11 is true and something is due now,
      * notifies in the same statement: inside a caller's transaction the notification is then
      * delivered on commit and dropped on rollback, with no extra round trip. Conflicting unique keys
-     * are skipped; the caller looks their pending jobs up.
+     * are skipped; the caller looks their pending jobs up, and so gets back only the ids of the keyed
+     * jobs that did go in (a job without a key always does, or the statement fails).
+     *
+     * A NOT NULL column whose value every job shares ($2, $4, $6, $7, $9) may arrive as a
+     * one-element array: unnest pads it with NULLs, which its one element fills.
      *
      * $1 id[] $2 task[] $3 payload[] $4 priority[] $5 waitUntil[] $6 maxRetries[] $7 isScheduled[]
      * $8 uniqueKey[] $9 awaited[] $10 createdBy $11 notify $12 channel $13 notification
@@ -25,15 +29,17 @@ export function queueSql({ quoted: s }: SchemaName) {
       ), inserted AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", "maxRetries", "isScheduled",
                                "uniqueKey", awaited, "createdBy")
-        SELECT id, task, payload, priority, COALESCE("waitUntil", now()), "maxRetries", "isScheduled",
-               "uniqueKey", awaited, $10
+        SELECT id, coalesce(task, $2[1]), payload, coalesce(priority, $4[1]), coalesce("waitUntil", now()),
+               coalesce("maxRetries", $6[1]), coalesce("isScheduled", $7[1]), "uniqueKey",
+               coalesce(awaited, $9[1]), $10
         FROM input ORDER BY position
         ON CONFLICT ("uniqueKey") WHERE "uniqueKey" IS NOT NULL DO NOTHING
-        RETURNING id, "waitUntil"
+        RETURNING id, "waitUntil", "uniqueKey"
       ), woken AS (
         SELECT pg_notify($12, $13) WHERE $11 AND EXISTS (SELECT 1 FROM inserted WHERE "waitUntil" <= now())
       )
-      SELECT id FROM inserted, (SELECT count(*) FROM woken) AS notified`),
+      SELECT ARRAY(SELECT id FROM inserted WHERE "uniqueKey" IS NOT NULL) AS "keyedIds",
+             (SELECT count(*) FROM woken) AS notified`),
 
     pendingByUniqueKey: `SELECT id, "uniqueKey" FROM ${s}.jobs WHERE "uniqueKey" = ANY($1::text[])`,
 
