@@ -144,9 +144,10 @@ export class JobQueueService {
     const existing = new Map<ValidatedJob, string>();
     let remaining = jobs;
     for (let round = 0; remaining.length > 0; round++) {
+      const keyed = remaining.some((job) => job.uniqueKey !== null);
       const [{ keyedIds }] = await this.db.queryIn<{ keyedIds: string[] }>(
         manager,
-        this.sql.insertJobs,
+        keyed ? this.sql.insertKeyedJobs : this.sql.insertJobs,
         [
           remaining.map((job) => job.id),
           sharedOrEach(remaining, (job) => job.task),

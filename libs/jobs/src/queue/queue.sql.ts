@@ -6,21 +6,22 @@ import type { SchemaName } from '../database/schema-name.js';
  * parameter; the schema is the only identifier and is validated before it gets here.
  */
 export function queueSql({ quoted: s }: SchemaName) {
-  return {
-    /**
-     * Inserts a batch (one row per array element) and, when $11 is true and something is due now,
-     * notifies in the same statement: inside a caller's transaction the notification is then
-     * delivered on commit and dropped on rollback, with no extra round trip. Conflicting unique keys
-     * are skipped; the caller looks their pending jobs up, and so gets back only the ids of the keyed
-     * jobs that did go in (a job without a key always does, or the statement fails).
-     *
-     * A NOT NULL column whose value every job shares ($2, $4, $6, $7, $9) may arrive as a
-     * one-element array: unnest pads it with NULLs, which its one element fills.
-     *
-     * $1 id[] $2 task[] $3 payload[] $4 priority[] $5 waitUntil[] $6 maxRetries[] $7 isScheduled[]
-     * $8 uniqueKey[] $9 awaited[] $10 createdBy $11 notify $12 channel $13 notification
-     */
-    insertJobs: preparedStatement(`
+  /**
+   * Inserts a batch (one row per array element) and, when $11 is true and something is due now,
+   * notifies in the same statement: inside a caller's transaction the notification is then
+   * delivered on commit and dropped on rollback, with no extra round trip. It returns the ids of the
+   * keyed jobs that did go in: with `onKeyConflict` a job whose unique key is already pending is
+   * skipped, and the caller looks that pending job up; a job without a key always goes in, or the
+   * statement fails.
+   *
+   * A NOT NULL column whose value every job shares ($2, $4, $6, $7, $9) may arrive as a
+   * one-element array: unnest pads it with NULLs, which its one element fills.
+   *
+   * $1 id[] $2 task[] $3 payload[] $4 priority[] $5 waitUntil[] $6 maxRetries[] $7 isScheduled[]
+   * $8 uniqueKey[] $9 awaited[] $10 createdBy $11 notify $12 channel $13 notification
+   */
+  const insertJobs = (onKeyConflict: string) =>
+    preparedStatement(`
       WITH input AS (
         SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[],
                              $6::int[], $7::bool[], $8::text[], $9::bool[])
@@ -33,13 +34,21 @@ export function queueSql({ quoted: s }: SchemaName) {
                coalesce("maxRetries", $6[1]), coalesce("isScheduled", $7[1]), "uniqueKey",
                coalesce(awaited, $9[1]), $10
         FROM input ORDER BY position
-        ON CONFLICT ("uniqueKey") WHERE "uniqueKey" IS NOT NULL DO NOTHING
+        ${onKeyConflict}
         RETURNING id, "waitUntil", "uniqueKey"
       ), woken AS (
         SELECT pg_notify($12, $13) WHERE $11 AND EXISTS (SELECT 1 FROM inserted WHERE "waitUntil" <= now())
       )
       SELECT ARRAY(SELECT id FROM inserted WHERE "uniqueKey" IS NOT NULL) AS "keyedIds",
-             (SELECT count(*) FROM woken) AS notified`),
+             (SELECT count(*) FROM woken) AS notified`);
+
+  return {
+    /** A batch without unique keys: no conflict to resolve, so no speculative insertion to pay for. */
+    insertJobs: insertJobs(''),
+    /** A batch with unique keys: a key already pending skips its job. */
+    insertKeyedJobs: insertJobs(
+      'ON CONFLICT ("uniqueKey") WHERE "uniqueKey" IS NOT NULL DO NOTHING',
+    ),
 
     pendingByUniqueKey: `SELECT id, "uniqueKey" FROM ${s}.jobs WHERE "uniqueKey" = ANY($1::text[])`,
 
