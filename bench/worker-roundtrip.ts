@@ -16,6 +16,7 @@ import { NestFactory } from '@nestjs/core';
 import { JobQueueService, JobTask, JobsModule } from 'nestjs-pg-jobs';
 import type { JobTaskHandler } from 'nestjs-pg-jobs';
 import { resolveJobsOptions } from '../libs/jobs/src/options/resolve-options.js';
+import { AttemptAbortController } from '../libs/jobs/src/runner/attempt-abort-controller.js';
 import { runWithTimeout } from '../libs/jobs/src/runner/run-with-timeout.js';
 import { WorkerPool } from '../libs/jobs/src/worker-pool/worker-pool.service.js';
 import { createDatabase, resolveDatabaseServer } from '../tools/dev-database.js';
@@ -69,8 +70,8 @@ async function dispatchLevel(): Promise<[number, number]> {
   const pool = new WorkerPool(options);
   await pool.start();
   try {
-    const worker = () => pool.run(job('bench.workerNoop'), 60, new AbortController());
-    const inProcess = () => runWithTimeout(() => undefined, 60, new AbortController());
+    const worker = () => pool.run(job('bench.workerNoop'), 60, new AttemptAbortController());
+    const inProcess = () => runWithTimeout(() => undefined, 60, new AttemptAbortController());
     await perCall(200, worker);
     return await mediansOf(
       () => perCall(DISPATCHES, worker),

@@ -10,6 +10,7 @@ import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
 import { WorkerPool } from '../worker-pool/worker-pool.service.js';
+import { AttemptAbortController } from './attempt-abort-controller.js';
 import { CompletionBatcher } from './completion-batcher.js';
 import { retryWhileUnreachable } from './retry-while-unreachable.js';
 import { runWithTimeout } from './run-with-timeout.js';
@@ -21,7 +22,7 @@ const RELEASE_RETRY_MS = 5_000;
 
 interface RunningAttempt {
   readonly job: ClaimedJob;
-  readonly controller: AbortController;
+  readonly controller: AttemptAbortController;
   /** Set when shutdown gave the attempt back: its own ending is then no longer ours to write. */
   released: boolean;
   /** The task has settled; only the write of its ending is left. */
@@ -163,7 +164,7 @@ export class JobRunner {
   private launch(job: ClaimedJob): void {
     const attempt: RunningAttempt = {
       job,
-      controller: new AbortController(),
+      controller: new AttemptAbortController(),
       released: false,
       taskDone: false,
     };
@@ -192,13 +193,15 @@ export class JobRunner {
       if (!handler) await this.workerPool.run(job, timeout, controller);
       else
         await runWithTimeout(
-          (signal) =>
+          () =>
             handler.run(job.payload, {
               id: job.id,
               task: job.task,
               attempt: job.attempt,
               maxRetries: job.maxRetries,
-              signal,
+              get signal() {
+                return controller.signal;
+              },
             }),
           timeout,
           controller,

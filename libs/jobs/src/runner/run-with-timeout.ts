@@ -1,29 +1,35 @@
 import { JobTimeoutError } from '../errors/jobs.errors.js';
+import type { AttemptAbortController } from './attempt-abort-controller.js';
 
 /**
- * Runs `task` with a signal that aborts after `seconds`, or earlier through `controller`. The
- * returned promise settles as soon as the signal aborts, with the signal's reason, whether or not
- * the task heeds it: an attempt's end must not wait on a task that ignores its signal.
+ * Runs `task`, aborting `controller` after `seconds`. The returned promise settles as soon as the
+ * controller aborts (its timeout, or shutdown), with the abort's reason, whether or not the task
+ * heeds its signal: an attempt's end must not wait on a task that ignores it.
  */
-export async function runWithTimeout(
-  task: (signal: AbortSignal) => Promise<unknown> | unknown,
+export function runWithTimeout(
+  task: () => Promise<unknown> | unknown,
   seconds: number,
-  controller: AbortController,
+  controller: AttemptAbortController,
 ): Promise<void> {
-  const { signal } = controller;
-  const timer = setTimeout(() => controller.abort(new JobTimeoutError(seconds)), seconds * 1000);
-  let onAbort: (() => void) | undefined;
-  try {
-    await Promise.race([
-      (async () => task(signal))(),
-      new Promise<never>((_resolve, reject) => {
-        onAbort = () => reject(signal.reason);
-        if (signal.aborted) onAbort();
-        else signal.addEventListener('abort', onAbort, { once: true });
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-    if (onAbort) signal.removeEventListener('abort', onAbort);
-  }
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => controller.abort(new JobTimeoutError(seconds)), seconds * 1000);
+    const stopListening = controller.onAbort((reason) => {
+      clearTimeout(timer);
+      reject(reason);
+    });
+    const settle = (error?: { readonly thrown: unknown }) => {
+      clearTimeout(timer);
+      stopListening();
+      if (error) reject(error.thrown);
+      else resolve();
+    };
+    try {
+      Promise.resolve(task()).then(
+        () => settle(),
+        (thrown: unknown) => settle({ thrown }),
+      );
+    } catch (thrown) {
+      settle({ thrown });
+    }
+  });
 }

@@ -11,6 +11,7 @@ import {
 } from '../errors/jobs.errors.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import type { AttemptAbortController } from '../runner/attempt-abort-controller.js';
 import { runWithTimeout } from '../runner/run-with-timeout.js';
 import { resolveWorkerEntry } from './worker-entry.js';
 import {
@@ -152,7 +153,7 @@ export class WorkerPool {
    * unresponsive and the thread is terminated. Settles with the abort reason once aborted, like an
    * in-process task.
    */
-  async run(job: WorkerJob, timeout: number, controller: AbortController): Promise<void> {
+  async run(job: WorkerJob, timeout: number, controller: AttemptAbortController): Promise<void> {
     const control = new Int32Array(
       new SharedArrayBuffer(CONTROL_SLOTS * Int32Array.BYTES_PER_ELEMENT),
     );
