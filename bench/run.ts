@@ -12,6 +12,7 @@ import { createDatabase, resolveDatabaseServer } from '../tools/dev-database.js'
 import { baseline } from './baseline.js';
 import { drainWorkerTasks, library } from './library.js';
 import { latency, summarise } from './stats.js';
+import { checkTargets, describeCheck } from './targets.js';
 import type { Figure } from './stats.js';
 import { JOBS, LATENCY_JOBS, REPETITIONS } from './workloads.js';
 import type { QueueUnderTest } from './workloads.js';
@@ -107,13 +108,28 @@ console.log(
 );
 console.log(lines.join('\n'));
 
+const checks = checkTargets((workload) => rows.find((row) => row.workload === workload)!);
+console.log(`\nTargets:\n${checks.map(describeCheck).join('\n')}`);
+
 const results = new URL('./results/', import.meta.url);
 mkdirSync(results, { recursive: true });
 const file = new URL(`bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`, results);
 writeFileSync(
   file,
   JSON.stringify(
-    { date: new Date().toISOString(), jobs: JOBS, repetitions: REPETITIONS, rows },
+    {
+      date: new Date().toISOString(),
+      jobs: JOBS,
+      repetitions: REPETITIONS,
+      rows,
+      targets: checks.map(({ target, value, met }) => ({
+        workload: target.workload,
+        measure: target.measure,
+        threshold: target.threshold,
+        value,
+        met,
+      })),
+    },
     null,
     2,
   ),
