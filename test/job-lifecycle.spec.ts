@@ -46,63 +46,30 @@ it('stores each job of a batch with its own options, whether the batch shares th
     { task: 'other', priority: 4, maxRetries: 2, waitUntil: later },
     { task: 'other', priority: 4, maxRetries: 2, waitUntil: later },
   ]);
-  const rows = await db.query(
+  const rows = await db.query<Record<string, unknown>>(
     `SELECT id, task, priority, "maxRetries", "isScheduled", "uniqueKey", payload,
             "waitUntil" > now() AS later
      FROM jobs.jobs WHERE id = ANY($1::uuid[]) ORDER BY seq`,
     [[...mixed, ...shared].map((job) => job.id)],
   );
-  expect(rows).toEqual([
-    {
-      id: mixed[0].id,
-      task: 'record',
-      priority: 1,
-      maxRetries: 0,
-      isScheduled: true,
-      uniqueKey: null,
-      payload: { n: 1 },
-      later: false,
-    },
-    {
-      id: mixed[1].id,
-      task: 'other',
-      priority: 2,
-      maxRetries: 7,
-      isScheduled: false,
-      uniqueKey: null,
-      payload: { n: 2 },
-      later: true,
-    },
-    {
-      id: mixed[2].id,
-      task: 'record',
-      priority: 1,
-      maxRetries: 0,
-      isScheduled: false,
-      uniqueKey: 'mixed:3',
-      payload: { n: 3 },
-      later: false,
-    },
-    {
-      id: shared[0].id,
-      task: 'other',
-      priority: 4,
-      maxRetries: 2,
-      isScheduled: false,
-      uniqueKey: null,
-      payload: {},
-      later: true,
-    },
-    {
-      id: shared[1].id,
-      task: 'other',
-      priority: 4,
-      maxRetries: 2,
-      isScheduled: false,
-      uniqueKey: null,
-      payload: {},
-      later: true,
-    },
+  expect(rows.map((row) => row.id)).toEqual([...mixed, ...shared].map((job) => job.id));
+  // task, priority, maxRetries, isScheduled, uniqueKey, payload, due later
+  expect(
+    rows.map((row) => [
+      row.task,
+      row.priority,
+      row.maxRetries,
+      row.isScheduled,
+      row.uniqueKey,
+      row.payload,
+      row.later,
+    ]),
+  ).toEqual([
+    ['record', 1, 0, true, null, { n: 1 }, false],
+    ['other', 2, 7, false, null, { n: 2 }, true],
+    ['record', 1, 0, false, 'mixed:3', { n: 3 }, false],
+    ['other', 4, 2, false, null, {}, true],
+    ['other', 4, 2, false, null, {}, true],
   ]);
 });
 
