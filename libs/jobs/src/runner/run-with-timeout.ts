@@ -17,19 +17,22 @@ export function runWithTimeout(
       clearTimeout(timer);
       reject(reason);
     });
-    const settle = (error?: { readonly thrown: unknown }) => {
+    const settled = () => {
       clearTimeout(timer);
       stopListening();
-      if (error) reject(error.thrown);
-      else resolve();
     };
-    try {
-      Promise.resolve(task()).then(
-        () => settle(),
-        (thrown: unknown) => settle({ thrown }),
+    // Through a promise, so that a task that throws synchronously rejects like one that rejects.
+    Promise.resolve()
+      .then(task)
+      .then(
+        () => {
+          settled();
+          resolve();
+        },
+        (err: unknown) => {
+          settled();
+          reject(err);
+        },
       );
-    } catch (thrown) {
-      settle({ thrown });
-    }
   });
 }
