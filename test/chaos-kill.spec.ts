@@ -7,7 +7,9 @@ import { startInstanceProcess } from './fixtures/instance/instance-process.js';
 import type { InstanceProcess } from './fixtures/instance/instance-process.js';
 
 const JOBS = 2_000;
-const INSTANCE_TIMEOUT = 2;
+// Short, but not so short that a live instance's heartbeat, late on two cores shared with the
+// whole test suite, gets it presumed dead: its jobs would then run twice without a kill.
+const INSTANCE_TIMEOUT = 3;
 const REAPER_INTERVAL = 0.5;
 /**
  * Generous for the work itself (three instances of concurrency 8 on two shared cores), plus one
