@@ -20,10 +20,6 @@ export class AttemptAbortController {
     return this.controller.signal;
   }
 
-  get aborted(): boolean {
-    return this.abortedWith !== undefined;
-  }
-
   /** Aborts once: later calls keep the first reason. */
   abort(reason: unknown): void {
     if (this.abortedWith) return;
