@@ -41,7 +41,7 @@ it('claims by walking the claim-order index even when the queue was never analys
   );
   const all = nodes(plan[0].Plan);
   // The claim's subquery walks jobs_claim_order in order and stops at the limit (the delete then
-  // finds the claimed rows by primary key): nothing reads, or sorts, the whole queue.
+  // goes to the claimed rows by ctid): nothing reads, or sorts, the whole queue.
   expect(all.filter((node) => node['Index Name'] === 'jobs_claim_order')).toEqual([
     expect.objectContaining({ 'Node Type': 'Index Scan' }),
   ]);

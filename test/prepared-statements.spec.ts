@@ -43,10 +43,7 @@ it('prepares nothing with preparedStatements: false, for poolers that cannot kee
 });
 
 it('refuses a preparedStatements that is not a boolean, naming it', async () => {
-  await expect(
-    startJobsApp(db.url, { options: { preparedStatements: 'yes' as never } }),
-  ).rejects.toThrow(InvalidJobsOptionError);
-  await expect(
-    startJobsApp(db.url, { options: { preparedStatements: 'yes' as never } }),
-  ).rejects.toThrow('preparedStatements');
+  const boot = startJobsApp(db.url, { options: { preparedStatements: 'yes' as never } });
+  await expect(boot).rejects.toThrow(InvalidJobsOptionError);
+  await expect(boot).rejects.toThrow('preparedStatements');
 });
