@@ -79,6 +79,7 @@ export class JobsLifecycle
       void this.waiters.catchUp().catch(() => undefined);
     });
     await this.listener.start();
+    this.waiters.start();
     // Registered before anything is claimed: a peer's reaper takes an unregistered executor for dead.
     await this.heartbeat.start();
     if (this.options.runJobs) await this.reaper.start();
@@ -103,7 +104,7 @@ export class JobsLifecycle
       // Only once drained: until then the instance still vouches for its running jobs. And even if
       // draining failed: a heartbeat left ticking would keep the process alive.
       await this.heartbeat.stop();
-      this.waiters.rejectAll();
+      await this.waiters.stop();
     }
   }
 

@@ -49,7 +49,9 @@ export interface AddedJob {
   /**
    * With `promise: true`: resolves when the job completes, rejects with `JobFailedError` when it
    * fails with no retries left, `JobCancelledError` when it is cancelled, or
-   * `JobPromiseTimeoutError` after `promiseTimeout`.
+   * `JobPromiseTimeoutError` after `promiseTimeout`. When the add was deduplicated, it settles with
+   * the pending job it was folded into (within `pollingCheck` of that job's end if the job was
+   * added without `promise`, since its end is then not notified).
    */
   promise?: Promise<void>;
 }

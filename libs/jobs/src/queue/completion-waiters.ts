@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import {
   JobCancelledError,
@@ -17,6 +18,13 @@ export interface JobEnding {
   readonly error?: string | null;
 }
 
+/** One caller's wait for a job's end. */
+export interface JobWait {
+  readonly promise: Promise<void>;
+  /** The caller no longer waits (its enqueue failed): the promise is left unsettled, unheard. */
+  forget(): void;
+}
+
 interface Waiter {
   resolve(): void;
   reject(err: Error): void;
@@ -24,18 +32,23 @@ interface Waiter {
 }
 
 /**
- * The `addJob({ promise: true })` callers of this instance, by job id.
+ * The callers of this instance waiting for jobs to end, by job id. One job may have several: two
+ * awaited adds of one unique key, or a batch that repeats a key, wait for the same job.
  *
- * Every waiter leaves the map exactly once: when the job's end is heard of (from any instance,
- * over NOTIFY or a catch-up query), when `promiseTimeout` passes, or at shutdown. Settling twice is
- * harmless, so the same ending may arrive by several routes.
+ * Every waiter leaves exactly once: when the job's end is heard of, when `promiseTimeout` passes,
+ * or at shutdown. An end is heard of over NOTIFY or from the catch-up query, which runs after every
+ * LISTEN (re)connection and on every `pollingCheck`: a NOTIFY may never come (LISTEN is down, or
+ * unavailable behind a transaction pooler; the job was added without `promise` and an awaited add
+ * was deduplicated onto it), and the poll is what makes every waiter settle anyway. Settling twice
+ * is harmless, so the same end may arrive by several routes.
  */
 @Injectable()
 export class CompletionWaiters {
   private readonly logger = new Logger('JobsCompletion');
-  private readonly waiters = new Map<string, Waiter>();
+  private readonly waiters = new Map<string, Set<Waiter>>();
   private readonly timeoutSeconds: number;
   private readonly endedJobsSql: string;
+  private readonly poll: Tick;
 
   constructor(
     @Inject(JOBS_OPTIONS) options: ResolvedJobsOptions,
@@ -43,61 +56,89 @@ export class CompletionWaiters {
   ) {
     this.timeoutSeconds = options.promiseTimeout;
     this.endedJobsSql = queueSql(db.schema).endedJobs;
+    this.poll = new Tick(
+      'Asking how awaited jobs ended',
+      options.pollingCheck * 1000,
+      () => this.catchUp(),
+      this.logger,
+    );
   }
 
-  /** Registers a waiter before the job exists, so that no ending can be missed. */
-  wait(id: string): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  /** @internal Starts the catch-up poll (a no-op round while nobody waits). */
+  start(): void {
+    this.poll.start();
+  }
+
+  /** Registers a waiter; before the job exists, so that no ending can be missed. */
+  wait(id: string): JobWait {
+    let waiter!: Waiter;
+    const promise = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.waiters.delete(id);
+        this.remove(id, waiter);
         reject(new JobPromiseTimeoutError(id, this.timeoutSeconds));
       }, this.timeoutSeconds * 1000);
-      this.waiters.set(id, { resolve, reject, timer });
+      waiter = { resolve, reject, timer };
     });
-  }
-
-  /** The enqueue failed: the job does not exist, and its waiter goes without a word. */
-  forget(id: string): void {
-    const waiter = this.waiters.get(id);
-    if (!waiter) return;
-    clearTimeout(waiter.timer);
-    this.waiters.delete(id);
+    let waiting = this.waiters.get(id);
+    if (!waiting) this.waiters.set(id, (waiting = new Set()));
+    waiting.add(waiter);
+    return {
+      promise,
+      forget: () => {
+        clearTimeout(waiter.timer);
+        this.remove(id, waiter);
+      },
+    };
   }
 
   settle(ending: JobEnding): void {
-    const waiter = this.waiters.get(ending.id);
-    if (!waiter) return;
-    clearTimeout(waiter.timer);
+    const waiting = this.waiters.get(ending.id);
+    if (!waiting) return;
     this.waiters.delete(ending.id);
-    if (ending.state === 'completed') waiter.resolve();
-    else if (ending.state === 'cancelled') waiter.reject(new JobCancelledError(ending.id));
-    else waiter.reject(new JobFailedError(ending.id, ending.state, ending.error ?? null));
+    const outcome =
+      ending.state === 'completed'
+        ? undefined
+        : ending.state === 'cancelled'
+          ? new JobCancelledError(ending.id)
+          : new JobFailedError(ending.id, ending.state, ending.error ?? null);
+    for (const waiter of waiting) {
+      clearTimeout(waiter.timer);
+      if (outcome) waiter.reject(outcome);
+      else waiter.resolve();
+    }
   }
 
-  /**
-   * Asks the database how the awaited jobs ended. Notifications sent while this instance was not
-   * listening are lost, so this runs after every (re)connection and on the polling tick.
-   */
+  /** Asks the database how the awaited jobs ended, for the ends no notification told of. */
   async catchUp(): Promise<void> {
     if (this.waiters.size === 0) return;
     const ended = await this.db.query<JobEnding>(this.endedJobsSql, [[...this.waiters.keys()]]);
     for (const ending of ended) this.settle(ending);
   }
 
+  /** Jobs waited for. */
   get size(): number {
     return this.waiters.size;
   }
 
-  rejectAll(): void {
+  /** @internal Stops the poll and rejects every waiter: the module is shutting down. */
+  async stop(): Promise<void> {
+    await this.poll.stop();
     if (this.waiters.size > 0) {
       this.logger.warn(
-        `Rejecting ${this.waiters.size} job promise(s): the module is shutting down.`,
+        `Rejecting the promises of ${this.waiters.size} job(s): the module is shutting down.`,
       );
     }
-    for (const [id, waiter] of this.waiters) {
+    const waiting = [...this.waiters.values()];
+    this.waiters.clear();
+    for (const waiter of waiting.flatMap((set) => [...set])) {
       clearTimeout(waiter.timer);
-      this.waiters.delete(id);
       waiter.reject(new JobsShutdownError());
     }
+  }
+
+  private remove(id: string, waiter: Waiter): void {
+    const waiting = this.waiters.get(id);
+    if (!waiting?.delete(waiter)) return;
+    if (waiting.size === 0) this.waiters.delete(id);
   }
 }

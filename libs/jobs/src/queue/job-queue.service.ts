@@ -106,27 +106,29 @@ export class JobQueueService {
     notify: boolean,
   ): Promise<AddedJob[]> {
     const jobs = options.map((job) => validateJob(job, this.defaults));
-    const promises = new Map(
-      jobs.filter((job) => job.awaited).map((job) => [job.id, this.waiters.wait(job.id)]),
+    // Registered before the insert: the job may end before the insert's reply reaches us.
+    const waits = new Map(
+      jobs.filter((job) => job.awaited).map((job) => [job, this.waiters.wait(job.id)]),
     );
     try {
-      const inserted = await this.insertRows(manager, jobs, notify);
-      this.events.added(jobs.filter((job) => !inserted.has(job)));
+      const existing = await this.insertRows(manager, jobs, notify);
+      this.events.added(jobs.filter((job) => !existing.has(job)));
       return jobs.map((job) => {
-        const id = inserted.get(job) ?? job.id;
-        const deduplicated = id !== job.id;
-        if (deduplicated) {
-          this.waiters.forget(job.id);
-          promises.get(job.id)?.catch(() => undefined);
+        const pendingId = existing.get(job);
+        if (pendingId === undefined) {
+          const promise = waits.get(job)?.promise;
+          return promise
+            ? { id: job.id, deduplicated: false, promise }
+            : { id: job.id, deduplicated: false };
         }
-        const promise = deduplicated && job.awaited ? this.waiters.wait(id) : promises.get(job.id);
-        return promise ? { id, deduplicated, promise } : { id, deduplicated };
+        // The job was never inserted: its caller waits for the pending job it was folded into.
+        waits.get(job)?.forget();
+        return job.awaited
+          ? { id: pendingId, deduplicated: true, promise: this.waiters.wait(pendingId).promise }
+          : { id: pendingId, deduplicated: true };
       });
     } catch (err) {
-      for (const [id, promise] of promises) {
-        this.waiters.forget(id);
-        promise.catch(() => undefined);
-      }
+      for (const wait of waits.values()) wait.forget();
       throw err;
     }
   }
