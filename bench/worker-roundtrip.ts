@@ -71,7 +71,7 @@ async function dispatchLevel(): Promise<[number, number]> {
   await pool.start();
   try {
     const worker = () => pool.run(job('bench.workerNoop'), 60, new AttemptAbortController());
-    const inProcess = () => runWithTimeout(() => undefined, 60, new AttemptAbortController());
+    const inProcess = () => runWithTimeout(Promise.resolve(), 60, new AttemptAbortController());
     await perCall(200, worker);
     return await mediansOf(
       () => perCall(DISPATCHES, worker),

@@ -68,7 +68,7 @@ it('ends an attempt at its timeout even when the task ignores its signal, and re
     attempt: 2,
     lastErrorMessage: TIMEOUT_MESSAGE,
   });
-  // The hung attempts gave their slots back: another job still runs.
+  // The two hung attempts keep two of the four slots until they settle: the others still run jobs.
   await (
     await app.queue.addJob({ task: 'quick', promise: true })
   ).promise;

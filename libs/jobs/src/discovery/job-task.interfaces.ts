@@ -16,7 +16,8 @@ export interface JobContext {
   readonly maxRetries: number;
   /**
    * Aborted when the attempt times out (`taskTimeout`) or the instance shuts down. A task that
-   * ignores it keeps running in the background after its attempt has been recorded.
+   * ignores it keeps running in the background after its attempt has been recorded, and holds its
+   * slot of `concurrency` until it settles.
    */
   readonly signal: AbortSignal;
 }

@@ -25,8 +25,26 @@ interface RunningAttempt {
   readonly controller: AttemptAbortController;
   /** Set when shutdown gave the attempt back: its own ending is then no longer ours to write. */
   released: boolean;
-  /** The task has settled; only the write of its ending is left. */
-  taskDone: boolean;
+  /** The attempt's outcome is known (its task settled, or it was aborted): only its write is left. */
+  ended: boolean;
+}
+
+/** What running one attempt's task came to. */
+interface TaskOutcome {
+  readonly failure?: Error;
+  /**
+   * An in-process task that was aborted (timeout, shutdown) and has not settled: it cannot be
+   * stopped, so it keeps its slot until it does.
+   */
+  readonly stray?: Promise<void>;
+}
+
+/**
+ * Attempts are known by job and attempt, never by job alone: after a reaper requeued a job whose
+ * attempt is still running here, this instance may claim the next attempt while the old one ends.
+ */
+function attemptKey(job: ClaimedJob): string {
+  return `${job.id}:${job.attempt}`;
 }
 
 /**
@@ -40,7 +58,9 @@ interface RunningAttempt {
  * A claim that comes back full means more may be waiting: `backlog` is then set, and each attempt
  * that ends claims again, so a busy instance stays busy without waiting for notifications.
  *
- * A slot frees when its task settles, not when the ending is written: the next claim then runs
+ * A slot frees when its task settles, not when the ending is written, nor when the attempt times
+ * out: an in-process task that ignores its aborted signal keeps running, and keeps its slot until it
+ * settles, so that `concurrency` bounds what really runs. A slot frees when its task settles: the next claim then runs
  * while the previous batch's completions are being written, instead of after. Attempts whose
  * ending is still to be written are bounded too, by twice `concurrency`: one batch being written
  * and one waiting for that write, so that a claim does not wait on a completion write (measured:
@@ -50,9 +70,15 @@ interface RunningAttempt {
 @Injectable()
 export class JobRunner {
   private readonly logger = new Logger('JobsRunner');
+  /** Attempts whose ending is not written yet, by `attemptKey`. */
   private readonly running = new Map<string, RunningAttempt>();
-  /** Attempts whose task has not settled: what `concurrency` bounds. */
+  /** Tasks that have not settled, aborted ones included: what `concurrency` bounds. */
   private executing = 0;
+  /**
+   * A claim failed: it may have committed and lost its reply, leaving jobs `active` under this
+   * live instance that nothing here runs. Set until the next claim round has given them back.
+   */
+  private claimMayHaveOrphaned = false;
   private readonly sql: RunnerSql;
   private readonly channel: string;
   private readonly poll: Tick;
@@ -145,6 +171,7 @@ export class JobRunner {
           this.backlog = true;
           return;
         }
+        if (this.claimMayHaveOrphaned) await this.requeueOrphans();
         const jobs = await this.db.query<ClaimedJob>(this.sql.claim, [
           free,
           this.options.instanceId,
@@ -154,10 +181,30 @@ export class JobRunner {
         for (const job of jobs) this.launch(job);
       } while ((this.wakeRequested || this.backlog) && !this.stopping);
     } catch (err) {
-      // Nothing was claimed: the statement rolled back, so the jobs are still queued. The poll
-      // retries, rather than every wake-up hammering a database that is down.
+      // Usually nothing was claimed: the statement rolled back and the jobs are still queued. But
+      // a reply lost after the commit leaves claimed jobs active here; the next round (the poll's,
+      // rather than every wake-up hammering a database that is down) gives them back first.
       this.wakeRequested = false;
+      this.claimMayHaveOrphaned = true;
       this.logger.warn(`Claiming jobs failed: ${toError(err).message}`);
+    }
+  }
+
+  /**
+   * Gives back, unconsumed, the active attempts of this instance that it is not running. Only
+   * inside the claim loop: claims are single-flight, so no claimed job is on its way to `launch`.
+   */
+  private async requeueOrphans(): Promise<void> {
+    const running = [...this.running.values()].map((attempt) => attempt.job);
+    const requeued = await this.db.query(this.sql.requeueOrphans, [
+      this.options.instanceId,
+      running.map((job) => job.id),
+      running.map((job) => job.attempt),
+      `A claim by instance ${this.options.instanceId} committed but its reply was lost; the job was requeued.`,
+    ]);
+    this.claimMayHaveOrphaned = false;
+    if (requeued.length > 0) {
+      this.logger.warn(`Requeued ${requeued.length} job(s) whose claim lost its reply.`);
     }
   }
 
@@ -166,52 +213,33 @@ export class JobRunner {
       job,
       controller: new AttemptAbortController(),
       released: false,
-      taskDone: false,
+      ended: false,
     };
-    this.running.set(job.id, attempt);
+    const key = attemptKey(job);
+    this.running.set(key, attempt);
     this.executing++;
     this.events.started(job);
     void this.execute(attempt).finally(() => {
-      this.running.delete(job.id);
+      this.running.delete(key);
       if (this.running.size === 0) this.idle?.();
       if (this.backlog) this.wake();
     });
   }
 
   private async execute(attempt: RunningAttempt): Promise<void> {
-    const { job, controller } = attempt;
-    const task = this.registry.get(job.task);
-    let failure: Error | undefined;
-    try {
-      if (!task)
-        throw new Error(
-          `No handler for task "${job.task}" on instance ${this.options.instanceId}.`,
-        );
-      const timeout = task.options.timeout ?? this.options.taskTimeout;
-      const { handler } = task;
-      // A worker task's handler lives in the pool threads, not in this one.
-      if (!handler) await this.workerPool.run(job, timeout, controller);
-      else
-        await runWithTimeout(
-          () =>
-            handler.run(job.payload, {
-              id: job.id,
-              task: job.task,
-              attempt: job.attempt,
-              maxRetries: job.maxRetries,
-              get signal() {
-                return controller.signal;
-              },
-            }),
-          timeout,
-          controller,
-        );
-    } catch (err) {
-      failure = toError(err);
+    const { job } = attempt;
+    const { failure, stray } = await this.runTask(attempt);
+    attempt.ended = true;
+    if (stray) {
+      this.logger.warn(
+        `Job ${job.id} (${job.task}, attempt ${job.attempt}) was aborted (${failure?.message}) but its task ` +
+          'ignores ctx.signal and is still running; it keeps its slot of concurrency until it settles.',
+      );
     }
-    attempt.taskDone = true;
-    this.executing--;
-    if (this.backlog) this.wake();
+    void (stray ?? Promise.resolve()).then(() => {
+      this.executing--;
+      if (this.backlog) this.wake();
+    });
     if (attempt.released) return;
     try {
       if (failure) await this.recordFailure(job, failure);
@@ -222,6 +250,49 @@ export class JobRunner {
       this.logger.warn(
         `Could not record the end of job ${job.id} (${job.task}): ${toError(err).message}`,
       );
+    }
+  }
+
+  private async runTask({ job, controller }: RunningAttempt): Promise<TaskOutcome> {
+    const task = this.registry.get(job.task);
+    if (!task) {
+      return {
+        failure: new Error(
+          `No handler for task "${job.task}" on instance ${this.options.instanceId}.`,
+        ),
+      };
+    }
+    const timeout = task.options.timeout ?? this.options.taskTimeout;
+    const { handler } = task;
+    try {
+      // A worker task's handler lives in the pool threads, which stop a thread that does not answer.
+      if (!handler) await this.workerPool.run(job, timeout, controller);
+      else {
+        let settled = false;
+        // Through a promise, so that a task that throws synchronously rejects like one that rejects.
+        const running = Promise.resolve()
+          .then(() =>
+            handler.run(job.payload, {
+              id: job.id,
+              task: job.task,
+              attempt: job.attempt,
+              maxRetries: job.maxRetries,
+              get signal() {
+                return controller.signal;
+              },
+            }),
+          )
+          .finally(() => (settled = true));
+        try {
+          await runWithTimeout(running, timeout, controller);
+        } catch (err) {
+          const stray = settled ? undefined : running.then(noop, noop);
+          return { failure: toError(err), stray };
+        }
+      }
+      return {};
+    } catch (err) {
+      return { failure: toError(err) };
     }
   }
 
@@ -264,7 +335,7 @@ export class JobRunner {
     return retryWhileUnreachable(
       `${what} of job ${job.id} (${job.task}, attempt ${job.attempt})`,
       write,
-      () => this.running.get(job.id)?.released ?? true,
+      () => this.running.get(attemptKey(job))?.released ?? true,
       this.logger,
     );
   }
@@ -294,8 +365,8 @@ export class JobRunner {
         if (this.running.size === 0) this.idle();
       });
     }
-    // Attempts whose task has settled are writing their own ending: theirs is the result to keep.
-    const unfinished = [...this.running.values()].filter((attempt) => !attempt.taskDone);
+    // Attempts whose outcome is known are writing their own ending: theirs is the result to keep.
+    const unfinished = [...this.running.values()].filter((attempt) => !attempt.ended);
     if (unfinished.length === 0) return;
     for (const attempt of unfinished) {
       attempt.released = true;
@@ -311,7 +382,6 @@ export class JobRunner {
           this.db.query(this.sql.release, [
             unfinished.map((attempt) => attempt.job.id),
             unfinished.map((attempt) => attempt.job.attempt),
-            this.options.instanceId,
             `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
           ]),
         () => Date.now() > releaseDeadline,
@@ -326,3 +396,5 @@ export class JobRunner {
     }
   }
 }
+
+function noop(): void {}

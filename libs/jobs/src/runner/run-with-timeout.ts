@@ -2,12 +2,12 @@ import { JobTimeoutError } from '../errors/jobs.errors.js';
 import type { AttemptAbortController } from './attempt-abort-controller.js';
 
 /**
- * Runs `task`, aborting `controller` after `seconds`. The returned promise settles as soon as the
- * controller aborts (its timeout, or shutdown), with the abort's reason, whether or not the task
+ * Waits for `task`, aborting `controller` after `seconds`. The returned promise settles as soon as
+ * the controller aborts (its timeout, or shutdown), with the abort's reason, whether or not the task
  * heeds its signal: an attempt's end must not wait on a task that ignores it.
  */
 export function runWithTimeout(
-  task: () => Promise<unknown> | unknown,
+  task: Promise<unknown>,
   seconds: number,
   controller: AttemptAbortController,
 ): Promise<void> {
@@ -21,18 +21,15 @@ export function runWithTimeout(
       clearTimeout(timer);
       stopListening();
     };
-    // Through a promise, so that a task that throws synchronously rejects like one that rejects.
-    Promise.resolve()
-      .then(task)
-      .then(
-        () => {
-          settled();
-          resolve();
-        },
-        (err: unknown) => {
-          settled();
-          reject(err);
-        },
-      );
+    task.then(
+      () => {
+        settled();
+        resolve();
+      },
+      (err: unknown) => {
+        settled();
+        reject(err);
+      },
+    );
   });
 }

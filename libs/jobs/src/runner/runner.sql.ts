@@ -18,6 +18,24 @@ export interface ClaimedJob {
  * active one (a reaper requeued it, shutdown released it) matches nothing and changes nothing.
  */
 export function runnerSql({ quoted: s }: SchemaName) {
+  /**
+   * Ends the active attempts `selection` picks (a FROM/WHERE over history as h) as interrupted and
+   * queues their jobs again with the attempt unconsumed, created by the instance that gave them
+   * back. `reason` is the parameter of the message history keeps.
+   */
+  const giveBack = (selection: string, reason: string) => `
+      WITH released AS (
+        UPDATE ${s}."jobHistory" h
+        SET state = 'interrupted', "lastErrorMessage" = ${reason}, "updatedAt" = now()
+        ${selection}
+        RETURNING h.*
+      )
+      INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled", awaited,
+                             "createdBy", "createdAt")
+      SELECT id, task, payload, priority, attempt - 1, "maxRetries", "wasScheduled", awaited,
+             "executedBy", "createdAt"
+      FROM released
+      RETURNING id`;
   const notifyEnd = (row: string) =>
     `pg_notify($2, json_build_object('event', 'jobCompleted', 'id', ${row}.id, 'state', ${row}.state,
                                      'error', left(${row}."lastErrorMessage", 2000))::text)`;
@@ -108,24 +126,31 @@ export function runnerSql({ quoted: s }: SchemaName) {
       FROM failed`),
 
     /**
-     * Gives an attempt back unconsumed (shutdown): the job is due again at once, with the retries it
+     * Gives attempts back unconsumed (shutdown): each job is due again at once, with the retries it
      * had, and its history no longer says it is active.
      *
-     * $1 id[] $2 attempt[] $3 requeuedBy $4 reason
+     * $1 id[] $2 attempt[] $3 reason
      */
-    release: `
-      WITH released AS (
-        UPDATE ${s}."jobHistory" h
-        SET state = 'interrupted', "lastErrorMessage" = $4, "updatedAt" = now()
-        FROM unnest($1::uuid[], $2::int[]) AS r(id, attempt)
-        WHERE h.id = r.id AND h.attempt = r.attempt AND h.state = 'active'
-        RETURNING h.*
-      )
-      INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled", awaited,
-                             "createdBy", "createdAt")
-      SELECT id, task, payload, priority, attempt - 1, "maxRetries", "wasScheduled", awaited, $3, "createdAt"
-      FROM released
-      RETURNING id`,
+    release: giveBack(
+      `FROM unnest($1::uuid[], $2::int[]) AS r(id, attempt)
+       WHERE h.id = r.id AND h.attempt = r.attempt AND h.state = 'active'`,
+      '$3',
+    ),
+
+    /**
+     * Gives back, unconsumed, this instance's active attempts of its current life that it is not
+     * running ($2, $3): those of a claim that committed but whose reply never arrived. Earlier
+     * lives' attempts are the reaper's (they ran, so they count as attempts).
+     *
+     * $1 executedBy $2 running id[] $3 running attempt[] $4 reason
+     */
+    requeueOrphans: giveBack(
+      `WHERE h.state = 'active' AND h."executedBy" = $1
+         AND h."startedAt" >= (SELECT "startedAt" FROM ${s}.instances WHERE id = $1)
+         AND NOT EXISTS (SELECT 1 FROM unnest($2::uuid[], $3::int[]) AS r(id, attempt)
+                         WHERE r.id = h.id AND r.attempt = h.attempt)`,
+      '$4',
+    ),
   };
 }
 

@@ -187,7 +187,7 @@ export class WorkerPool {
     answer.catch(() => undefined);
     try {
       await this.untilStarted(control, answer, signal);
-      await runWithTimeout(() => answer, timeout, controller);
+      await runWithTimeout(answer, timeout, controller);
     } catch (err) {
       if (!signal.aborted || !dispatch) throw err;
       if (await settlesWithin(answer, this.options.workerTimeoutGrace * 1000)) {
