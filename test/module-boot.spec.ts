@@ -1,8 +1,10 @@
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
+  InvalidCronExpressionError,
   InvalidJobsOptionError,
   InvalidTaskHandlerError,
+  InvalidTimeZoneError,
   JobQueueService,
   JobTask,
   JobsModule,
@@ -37,6 +39,15 @@ describe('a bad module option fails the boot with a message naming the option an
     [{ migrate: 'yes' }, /"migrate" must be a boolean; got "yes"/],
     [{ connection: 42 }, /"connection" must be a connection string or pg pool options/],
     [{ pollingInterval: 5 }, /"pollingInterval" is not an option/],
+    [{ maxRetryDelay: 0 }, /"maxRetryDelay" must be a positive number of seconds; got 0/],
+    [
+      { taskTimeout: 3600 },
+      /"staleJobTimeout" must exceed taskTimeout \(3600s\) \+ workerTimeoutGrace \(5s\) = 3605s, or a healthy job .* runs twice; got 3600/,
+    ],
+    [
+      { taskTimeout: 100, workerTimeoutGrace: 30, staleJobTimeout: 120 },
+      /"staleJobTimeout" must exceed taskTimeout \(100s\) \+ workerTimeoutGrace \(30s\) = 130s/,
+    ],
   ])('%j', async (options, message) => {
     const attempt = boot(options as Partial<JobsModuleOptions>);
     await expect(attempt).rejects.toThrow(InvalidJobsOptionError);
@@ -59,6 +70,61 @@ class SecondTwin {
 @JobTask('runless')
 @Injectable()
 class Runless {}
+
+function taskWith(options: Record<string, unknown>) {
+  @JobTask(options as never)
+  @Injectable()
+  class BadlyConfigured {
+    run() {}
+  }
+  return BadlyConfigured;
+}
+
+describe('a bad @JobTask() option fails the boot with a message naming the class, the option and the value', () => {
+  it.each([
+    [
+      { name: 'a', timeout: -1 },
+      /"timeout" on BadlyConfigured must be a positive number of seconds; got -1/,
+    ],
+    [
+      { name: 'a', timeout: '30' },
+      /"timeout" on BadlyConfigured must be a positive number of seconds; got "30"/,
+    ],
+    [
+      { name: 'a', maxRetries: 1.5 },
+      /"maxRetries" on BadlyConfigured must be an integer >= 0; got 1.5/,
+    ],
+    [
+      { name: 'a', maxRetries: -1 },
+      /"maxRetries" on BadlyConfigured must be an integer >= 0; got -1/,
+    ],
+    [
+      { name: 'a b' },
+      /"name" on BadlyConfigured must be 1-200 letters, digits or "_.:-"; got "a b"/,
+    ],
+    [{ name: 'a', retries: 3 }, /"retries" on BadlyConfigured is not an option; got 3/],
+    [{ name: 'a', worker: 'yes' }, /"worker" on BadlyConfigured must be a boolean; got "yes"/],
+    [
+      { name: 'a', timezone: 'Europe/Berlin' },
+      /"timezone" on BadlyConfigured only applies to a task with a "cron" schedule/,
+    ],
+    [
+      { name: 'a', timeout: 3596 },
+      /"timeout" on BadlyConfigured \+ workerTimeoutGrace \(5s\) = 3601s must stay below the JobsModule option staleJobTimeout \(3600s\), or a healthy job .* runs twice; got 3596/,
+    ],
+  ])('%j', async (options, message) => {
+    const attempt = boot({}, [taskWith(options)]);
+    await expect(attempt).rejects.toThrow(InvalidTaskHandlerError);
+    await expect(attempt).rejects.toThrow(message);
+  });
+
+  it.each([
+    [{ name: 'a', cron: '* * *' }, InvalidCronExpressionError],
+    [{ name: 'a', cron: '0 * * * *', timezone: 'Mars/Olympus' }, InvalidTimeZoneError],
+  ])('%j', async (options, ErrorClass) => {
+    await expect(boot({}, [taskWith(options)])).rejects.toThrow(ErrorClass);
+  });
+});
 
 it('fails the boot when two handlers claim one task name, naming both classes', async () => {
   await expect(boot({}, [FirstTwin, SecondTwin])).rejects.toThrow(InvalidTaskHandlerError);

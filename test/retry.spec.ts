@@ -19,11 +19,17 @@ class FlakyTask implements JobTaskHandler<{ failures: number }> {
 }
 
 const RETRY_BACKOFF = 0.3;
+const MAX_RETRY_DELAY = 600;
 let app: JobsApp;
 beforeAll(async () => {
   app = await startJobsApp(db.url, {
     tasks: [FlakyTask],
-    options: { retryBackoff: RETRY_BACKOFF, pollingCheck: 0.05, maxRetries: 3 },
+    options: {
+      retryBackoff: RETRY_BACKOFF,
+      maxRetryDelay: MAX_RETRY_DELAY,
+      pollingCheck: 0.05,
+      maxRetries: 3,
+    },
   });
 });
 afterAll(() => app?.close());
@@ -64,4 +70,21 @@ it('ends failed after maxRetries a task that always fails, keeping its last erro
     [id],
   );
   expect(queued.n).toBe(0);
+});
+
+it('caps the retry delay at maxRetryDelay, however many attempts failed before', async () => {
+  // The 61st attempt: 2^60 * retryBackoff seconds would be past the end of time.
+  const [{ id }] = await db.query<{ id: string }>(
+    `INSERT INTO jobs.jobs (id, task, payload, retries, "maxRetries")
+     VALUES (gen_random_uuid(), 'flaky', '{"failures": 999}', 60, 100) RETURNING id`,
+  );
+  await app.queue.addJob({ task: 'flaky', payload: { failures: 0 } }); // wakes the runner
+  const job = await waitFor('the 61st attempt to fail and be queued again', async () => {
+    const info = await app.queue.getJob(id);
+    return info?.state === 'pending' && info.attempt === 61 && info;
+  });
+  expect(job.lastErrorMessage).toBe('attempt 61 failed');
+  const delay = (job.waitUntil!.getTime() - Date.now()) / 1000;
+  expect(delay).toBeGreaterThan(MAX_RETRY_DELAY - 30);
+  expect(delay).toBeLessThanOrEqual(MAX_RETRY_DELAY);
 });

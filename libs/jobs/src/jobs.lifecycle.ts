@@ -10,6 +10,8 @@ import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
 import { InstanceHeartbeat } from './instances/instance-heartbeat.service.js';
 import { NotificationListener } from './notify/notification-listener.js';
+import { InvalidJobTaskOptionError } from './errors/jobs.errors.js';
+import { attemptOverrun, OVERRUN_HAZARD } from './options/attempt-overrun.js';
 import { JOBS_OPTIONS } from './options/resolved-options.js';
 import type { ResolvedJobsOptions } from './options/resolved-options.js';
 import { CompletionWaiters } from './queue/completion-waiters.js';
@@ -59,6 +61,7 @@ export class JobsLifecycle
       this.registry.discover();
       // Worker task names first: a static schedule may name a worker task.
       if (this.workerPool.enabled) await this.startWorkerPool();
+      this.assertTaskTimeouts();
       this.planner.prepare();
     } catch (err) {
       // Nest runs no shutdown hook for a boot that failed: the pool (and the pool's threads, which
@@ -105,6 +108,22 @@ export class JobsLifecycle
       // draining failed: a heartbeat left ticking would keep the process alive.
       await this.heartbeat.stop();
       await this.waiters.stop();
+    }
+  }
+
+  /** A task's own `timeout` against `staleJobTimeout`, as `taskTimeout` was at option resolution. */
+  private assertTaskTimeouts(): void {
+    for (const { options: task, className } of this.registry.all) {
+      if (task.timeout === undefined) continue;
+      const overrun = attemptOverrun(this.options, task.timeout, task.worker === true);
+      if (!overrun) continue;
+      throw new InvalidJobTaskOptionError(
+        className,
+        'timeout',
+        task.timeout,
+        `+ ${overrun.extras} = ${overrun.longest}s must stay below the JobsModule option ` +
+          `staleJobTimeout (${this.options.staleJobTimeout}s), ${OVERRUN_HAZARD}`,
+      );
     }
   }
 

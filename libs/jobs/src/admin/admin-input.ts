@@ -1,3 +1,4 @@
+import { JOB_ID_PATTERN } from '../common/names.js';
 import { BadRequestException } from '@nestjs/common';
 import type { JobState } from '../queue/job-info.interface.js';
 
@@ -17,7 +18,6 @@ export const JOB_STATES: readonly JobState[] = [
   'interrupted',
   'cancelled',
 ];
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TASK_NAME = /^[A-Za-z0-9_.:-]{1,200}$/;
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
@@ -29,7 +29,7 @@ const MAX_MINUTES = 1440;
  * the value and what is accepted, so a typo in a query string never reaches SQL or passes silently.
  */
 export function parseJobId(value: unknown): string {
-  if (typeof value !== 'string' || !UUID.test(value)) {
+  if (typeof value !== 'string' || !JOB_ID_PATTERN.test(value)) {
     throw bad(`"id" must be a job id (a UUID); got ${show(value)}`);
   }
   return value.toLowerCase();

@@ -1,5 +1,4 @@
-/** An error class that names an option, its value and what was expected of it. */
-type OptionErrorClass = new (option: string, value: unknown, expectation: string) => Error;
+import type { OptionError } from './option-checks.js';
 
 /**
  * Checks that `options` is an object whose every key is known. A misspelt option would otherwise
@@ -8,12 +7,12 @@ type OptionErrorClass = new (option: string, value: unknown, expectation: string
 export function assertOptionsObject(
   options: unknown,
   known: ReadonlySet<string>,
-  ErrorClass: OptionErrorClass,
+  fail: OptionError,
 ): asserts options is Record<string, unknown> {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw new ErrorClass('(options)', options, 'must be an object');
+    throw fail('(options)', options, 'must be an object');
   }
   for (const [key, value] of Object.entries(options)) {
-    if (!known.has(key)) throw new ErrorClass(key, value, 'is not an option');
+    if (!known.has(key)) throw fail(key, value, 'is not an option');
   }
 }

@@ -1,5 +1,6 @@
 import { CronExpressionParser } from 'cron-parser';
 import { assertOptionsObject } from '../common/assert-options-object.js';
+import { NAME_PATTERN } from '../common/names.js';
 import {
   InvalidCronExpressionError,
   InvalidScheduleError,
@@ -26,7 +27,6 @@ export interface ValidatedSchedule {
 
 export const DEFAULT_SCHEDULE_TIMEZONE = 'UTC';
 
-const NAME = /^[A-Za-z0-9_.:-]{1,200}$/;
 const MISSED_SLOT_POLICIES: readonly MissedSlotPolicy[] = ['skip', 'runOnce'];
 const KNOWN_KEYS = new Set<string>(['name', 'task', 'cron', 'timezone', 'payload', 'missedSlots']);
 
@@ -49,17 +49,13 @@ export function validateSchedule(
   assertOptionsObject(
     options,
     KNOWN_KEYS,
-    class extends InvalidScheduleError {
-      constructor(field: string, value: unknown, expectation: string) {
-        super(label, field, value, expectation);
-      }
-    },
+    (field, value, expectation) => new InvalidScheduleError(label, field, value, expectation),
   );
   if (typeof task !== 'string' || task.length === 0) {
     throw new InvalidScheduleError(label, 'task', task, 'must be a non-empty task name');
   }
   const name = options.name ?? task;
-  if (typeof name !== 'string' || !NAME.test(name)) {
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
     throw new InvalidScheduleError(label, 'name', name, 'must be 1-200 letters, digits or "_.:-"');
   }
   const timezone = validateTimeZone(name, options.timezone ?? DEFAULT_SCHEDULE_TIMEZONE);

@@ -3,6 +3,7 @@ import { DiscoveryService, Reflector } from '@nestjs/core';
 import { InvalidTaskHandlerError } from '../errors/jobs.errors.js';
 import { JOB_TASK_METADATA } from './job-task.decorator.js';
 import type { JobTaskHandler, JobTaskOptions } from './job-task.interfaces.js';
+import { validateTaskOptions } from './validate-task-options.js';
 
 /**
  * A discovered task: its options and the handler instance Nest built. A worker task registered in
@@ -18,8 +19,6 @@ export interface RegisteredTask {
  * `worker: true` ones to the pool threads, which take only those (`worker`).
  */
 export type TaskKind = 'in-process' | 'worker';
-
-const TASK_NAME = /^[A-Za-z0-9_.:-]{1,200}$/;
 
 /**
  * The tasks this instance can run, found among the app's providers. Everything wrong with a
@@ -52,7 +51,9 @@ export class TaskRegistry {
    * enqueues them by name, and the pool runs them.
    */
   addWorkerTasks(reported: readonly JobTaskOptions[], source: string): void {
-    for (const options of reported) {
+    const className = `${source} (worker)`;
+    for (const reportedOptions of reported) {
+      const options = validateTaskOptions(reportedOptions, className);
       const name = options.name;
       const existing = this.tasks.get(name);
       if (existing) {
@@ -61,12 +62,14 @@ export class TaskRegistry {
             'Give each a name of its own.',
         );
       }
-      this.tasks.set(name, {
-        options: { ...options, worker: true },
-        className: `${source} (worker)`,
-      });
+      this.tasks.set(name, { options: { ...options, worker: true }, className });
     }
     this.namesCache = [...this.tasks.keys()].sort();
+  }
+
+  /** Every task, with the class (or worker module) that declared it, for checks at boot. */
+  get all(): readonly (RegisteredTask & { readonly className: string })[] {
+    return [...this.tasks.values()];
   }
 
   get(name: string): RegisteredTask | undefined {
@@ -84,12 +87,7 @@ export class TaskRegistry {
     className: string,
     isStatic: boolean,
   ): void {
-    const name = options?.name;
-    if (typeof name !== 'string' || !TASK_NAME.test(name)) {
-      throw new InvalidTaskHandlerError(
-        `@JobTask() on ${className} needs a name of 1-200 letters, digits or "_.:-"; got ${JSON.stringify(name)}.`,
-      );
-    }
+    const { name } = validateTaskOptions(options, className);
     const existing = this.tasks.get(name);
     if (existing && existing.className !== className) {
       throw new InvalidTaskHandlerError(

@@ -61,6 +61,18 @@ export class InvalidPayloadError extends JobsError {
 /** Two `@JobTask()` handlers claim the same name, or a handler cannot run. Thrown while the app boots. */
 export class InvalidTaskHandlerError extends JobsError {}
 
+/** An option of `@JobTask()` is unknown, of the wrong type or out of range. Thrown at boot. */
+export class InvalidJobTaskOptionError extends InvalidTaskHandlerError {
+  constructor(
+    readonly handler: string,
+    readonly option: string,
+    readonly value: unknown,
+    expectation: string,
+  ) {
+    super(`@JobTask() option "${option}" on ${handler} ${expectation}; got ${describe(value)}.`);
+  }
+}
+
 /** The database schema is missing or older than this library, and `migrate` is off. */
 export class SchemaNotMigratedError extends JobsError {}
 

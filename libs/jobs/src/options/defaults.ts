@@ -4,6 +4,10 @@ export const DEFAULT_POLLING_CHECK = 5;
 export const DEFAULT_SCHEDULED_CHECK = 300;
 export const DEFAULT_MAX_RETRIES = 5;
 export const DEFAULT_RETRY_BACKOFF = 60;
+/** Seconds a retry waits at most, however many attempts came before: the backoff's ceiling. */
+export const DEFAULT_MAX_RETRY_DELAY = 3600;
+/** The largest `maxRetryDelay` accepted (about 100 years): a retry must stay a writable timestamp. */
+export const MAX_RETRY_DELAY_LIMIT = 3_155_760_000;
 export const DEFAULT_TASK_TIMEOUT = 300;
 export const DEFAULT_STALE_JOB_TIMEOUT = 3600;
 export const DEFAULT_SHUTDOWN_TIMEOUT = 30;

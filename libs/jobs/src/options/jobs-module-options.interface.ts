@@ -66,11 +66,23 @@ export interface JobsModuleOptions {
   scheduledCheck?: number;
   /** Retries after the first attempt, unless the job or its task says otherwise. Default 5. */
   maxRetries?: number;
-  /** Base of the retry backoff: retry `n` waits `2^(n-1) * retryBackoff` seconds. Default 60. */
+  /**
+   * Base of the retry backoff: retry `n` waits `2^(n-1) * retryBackoff` seconds, at most
+   * `maxRetryDelay`. Default 60.
+   */
   retryBackoff?: number;
-  /** Seconds a task may run before its signal is aborted and the attempt fails. Default 300. */
+  /** Seconds a retry waits at most, however many attempts failed before. Default 3600 (1 h). */
+  maxRetryDelay?: number;
+  /**
+   * Seconds a task may run before its signal is aborted and the attempt fails. Default 300. With
+   * `workerTimeoutGrace` (and, for worker tasks, `workerStartTimeout`) it must stay below
+   * `staleJobTimeout`, as must every `@JobTask({ timeout })`: the boot fails otherwise.
+   */
   taskTimeout?: number;
-  /** Seconds after which an `active` job is presumed abandoned whatever its instance. Default 3600. */
+  /**
+   * Seconds after which an `active` job is presumed abandoned whatever its instance (the fallback
+   * for an instance that heartbeats but is stuck). Default 3600.
+   */
   staleJobTimeout?: number;
   /** Seconds between this instance's heartbeats in the instances table. Default 5. */
   heartbeatInterval?: number;

@@ -9,9 +9,15 @@ import { validateSchedule } from '../cron/validate-schedule.js';
 import type { ValidatedSchedule } from '../cron/validate-schedule.js';
 import { toSchemaName } from '../database/schema-name.js';
 import { InvalidJobsOptionError } from '../errors/jobs.errors.js';
+import { attemptOverrun, OVERRUN_HAZARD } from './attempt-overrun.js';
 import * as defaults from './defaults.js';
+import { optionChecks } from '../common/option-checks.js';
 import type { JobsModuleOptions } from './jobs-module-options.interface.js';
 import type { ResolvedJobsOptions } from './resolved-options.js';
+
+const optionError = (option: string, value: unknown, expectation: string) =>
+  new InvalidJobsOptionError(option, value, expectation);
+const { integer, seconds, flag } = optionChecks(optionError);
 
 const KNOWN_OPTIONS = new Set<string>([
   'connection',
@@ -31,6 +37,7 @@ const KNOWN_OPTIONS = new Set<string>([
   'scheduledCheck',
   'maxRetries',
   'retryBackoff',
+  'maxRetryDelay',
   'taskTimeout',
   'staleJobTimeout',
   'heartbeatInterval',
@@ -51,7 +58,24 @@ const KNOWN_OPTIONS = new Set<string>([
  * option and the value it was given.
  */
 export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOptions {
-  assertOptionsObject(options, KNOWN_OPTIONS, InvalidJobsOptionError);
+  assertOptionsObject(options, KNOWN_OPTIONS, optionError);
+  const resolved = resolveEach(options);
+  const overrun = attemptOverrun(
+    resolved,
+    resolved.taskTimeout,
+    resolved.workerModule !== undefined,
+  );
+  if (overrun) {
+    throw new InvalidJobsOptionError(
+      'staleJobTimeout',
+      resolved.staleJobTimeout,
+      `must exceed taskTimeout (${resolved.taskTimeout}s) + ${overrun.extras} = ${overrun.longest}s, ${OVERRUN_HAZARD}`,
+    );
+  }
+  return resolved;
+}
+
+function resolveEach(options: JobsModuleOptions): ResolvedJobsOptions {
   const workers = resolveWorkers(options.workers);
   return {
     ...resolveConnection(options),
@@ -75,6 +99,7 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
       defaults.DEFAULT_RETRY_BACKOFF,
       true,
     ),
+    maxRetryDelay: resolveMaxRetryDelay(options.maxRetryDelay),
     taskTimeout: seconds('taskTimeout', options.taskTimeout, defaults.DEFAULT_TASK_TIMEOUT),
     staleJobTimeout: seconds(
       'staleJobTimeout',
@@ -153,6 +178,19 @@ function resolveConnection(
     connection,
     'must be a connection string or pg pool options (or pass "dataSource")',
   );
+}
+
+function resolveMaxRetryDelay(value: unknown): number {
+  const delay = seconds('maxRetryDelay', value, defaults.DEFAULT_MAX_RETRY_DELAY);
+  // A retry due after the end of PostgreSQL's timestamps could not be written at all.
+  if (delay > defaults.MAX_RETRY_DELAY_LIMIT) {
+    throw new InvalidJobsOptionError(
+      'maxRetryDelay',
+      value,
+      `must be at most ${defaults.MAX_RETRY_DELAY_LIMIT} seconds (about 100 years)`,
+    );
+  }
+  return delay;
 }
 
 function resolveLiveness(
@@ -272,33 +310,5 @@ function resolveInstanceId(value: unknown): string {
       'must be a non-empty string of at most 200 characters',
     );
   }
-  return value;
-}
-
-function integer(option: string, value: unknown, min: number): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-    throw new InvalidJobsOptionError(option, value, `must be an integer >= ${min}`);
-  }
-  return value;
-}
-
-function seconds(option: string, value: unknown, fallback: number, zeroAllowed = false): number {
-  if (value === undefined) return fallback;
-  const ok =
-    typeof value === 'number' && Number.isFinite(value) && (zeroAllowed ? value >= 0 : value > 0);
-  if (!ok) {
-    throw new InvalidJobsOptionError(
-      option,
-      value,
-      `must be a ${zeroAllowed ? 'non-negative' : 'positive'} number of seconds`,
-    );
-  }
-  return value;
-}
-
-function flag(option: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean')
-    throw new InvalidJobsOptionError(option, value, 'must be a boolean');
   return value;
 }

@@ -24,6 +24,7 @@ export interface ResolvedJobsOptions {
   readonly scheduledCheck: number;
   readonly maxRetries: number;
   readonly retryBackoff: number;
+  readonly maxRetryDelay: number;
   readonly taskTimeout: number;
   readonly staleJobTimeout: number;
   readonly heartbeatInterval: number;

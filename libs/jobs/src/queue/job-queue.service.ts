@@ -1,3 +1,4 @@
+import { JOB_ID_PATTERN } from '../common/names.js';
 import { Inject, Injectable } from '@nestjs/common';
 import { JobsDatabase } from '../database/jobs-database.js';
 import type { SqlExecutor } from '../database/jobs-database.js';
@@ -14,8 +15,6 @@ import { queueSql } from './queue.sql.js';
 import type { QueueSql } from './queue.sql.js';
 import { validateJob } from './validate-job.js';
 import type { JobDefaults, ValidatedJob } from './validate-job.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Enqueues jobs and reports on them. Inject it anywhere in the app.
@@ -203,7 +202,7 @@ function sharedOrEach<T>(jobs: readonly ValidatedJob[], value: (job: ValidatedJo
 }
 
 function assertJobId(id: unknown): void {
-  if (typeof id !== 'string' || !UUID.test(id)) {
+  if (typeof id !== 'string' || !JOB_ID_PATTERN.test(id)) {
     throw new InvalidJobOptionsError('id', id, 'must be a job id (a UUID)');
   }
 }

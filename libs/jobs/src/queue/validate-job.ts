@@ -45,7 +45,11 @@ const KNOWN_KEYS = new Set<string>([
 
 /** Every check of an `addJob` argument, in one place, before anything touches the database. */
 export function validateJob(options: AddJobOptions, defaults: JobDefaults): ValidatedJob {
-  assertOptionsObject(options, KNOWN_KEYS, InvalidJobOptionsError);
+  assertOptionsObject(
+    options,
+    KNOWN_KEYS,
+    (option, value, expectation) => new InvalidJobOptionsError(option, value, expectation),
+  );
   const { task } = options;
   if (typeof task !== 'string' || task.length === 0) {
     throw new InvalidJobOptionsError('task', task, 'must be a non-empty string');

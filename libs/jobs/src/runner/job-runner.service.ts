@@ -314,6 +314,7 @@ export class JobRunner {
         failure.message,
         this.options.retryBackoff,
         this.options.instanceId,
+        this.options.maxRetryDelay,
       ]),
     );
     if (rows.length === 0) return this.reportFenced(job, 'failed', writeRetried);

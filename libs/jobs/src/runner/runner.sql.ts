@@ -102,9 +102,11 @@ export function runnerSql({ quoted: s }: SchemaName) {
 
     /**
      * Records a failed attempt and, while retries remain, puts the job back with its backoff:
-     * `2^(attempt-1) * $5` seconds. Only the final failure is worth telling a waiting caller.
+     * `2^(attempt-1) * $5` seconds, at most $7. The exponent is capped before the power is taken:
+     * with many retries the power alone overflows, and the failure could not be written at all.
+     * Only the final failure is worth telling a waiting caller.
      *
-     * $1 id $2 channel $3 attempt $4 error message $5 retryBackoff $6 requeuedBy
+     * $1 id $2 channel $3 attempt $4 error message $5 retryBackoff $6 requeuedBy $7 maxRetryDelay
      */
     fail: preparedStatement(`
       WITH failed AS (
@@ -115,7 +117,8 @@ export function runnerSql({ quoted: s }: SchemaName) {
       ), retried AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
                                "isScheduled", awaited, "createdBy", "createdAt")
-        SELECT id, task, payload, priority, now() + make_interval(secs => power(2, attempt - 1) * $5),
+        SELECT id, task, payload, priority,
+               now() + make_interval(secs => LEAST(power(2, LEAST(attempt - 1, 60)) * $5, $7)),
                attempt, "maxRetries", "wasScheduled", awaited, $6, "createdAt"
         FROM failed WHERE attempt <= "maxRetries"
         RETURNING id

@@ -1,0 +1,46 @@
+import { assertOptionsObject } from '../common/assert-options-object.js';
+import { InvalidJobTaskOptionError } from '../errors/jobs.errors.js';
+import { NAME_PATTERN } from '../common/names.js';
+import { optionChecks } from '../common/option-checks.js';
+import type { JobTaskOptions } from './job-task.interfaces.js';
+
+const KNOWN_OPTIONS = new Set<string>([
+  'name',
+  'maxRetries',
+  'timeout',
+  'worker',
+  'cron',
+  'timezone',
+  'payload',
+  'missedSlots',
+]);
+
+/** Options that only mean something on a task with a `cron` schedule. */
+const CRON_ONLY_OPTIONS = ['timezone', 'payload', 'missedSlots'] as const;
+
+/**
+ * Checks the options of one `@JobTask()` at boot, with the messages module options get, so that a
+ * bad `timeout` or `maxRetries` fails the boot naming its class, not the first enqueue as a SQL
+ * cast error. The cron expression and zone are checked with the task's schedule, also at boot.
+ */
+export function validateTaskOptions(options: unknown, handler: string): JobTaskOptions {
+  const fail = (option: string, value: unknown, expectation: string) =>
+    new InvalidJobTaskOptionError(handler, option, value, expectation);
+  assertOptionsObject(options, KNOWN_OPTIONS, fail);
+  const { integer, seconds, flag } = optionChecks(fail);
+  const { name } = options;
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+    throw fail('name', name, 'must be 1-200 letters, digits or "_.:-"');
+  }
+  if (options.maxRetries !== undefined) integer('maxRetries', options.maxRetries, 0);
+  seconds('timeout', options.timeout, 1);
+  flag('worker', options.worker, false);
+  if (options.cron === undefined) {
+    for (const option of CRON_ONLY_OPTIONS) {
+      if (options[option] !== undefined) {
+        throw fail(option, options[option], 'only applies to a task with a "cron" schedule');
+      }
+    }
+  }
+  return options as unknown as JobTaskOptions;
+}
