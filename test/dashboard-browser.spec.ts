@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import type { Browser } from 'playwright-core';
 import { JobsAdminModule } from 'nestjs-pg-jobs';
+import { launchChromium } from './support/chromium.js';
 import { FlakyTask } from './support/flaky-task.js';
 import { startHttpJobsApp } from './support/http-app.js';
 import type { HttpJobsApp } from './support/http-app.js';
@@ -10,36 +10,19 @@ import { waitFor } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
 
 const db = useTestDatabase();
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(process.cwd(), 'test-artifacts');
 const UI_TIMEOUT = 20_000;
 
 let server: HttpJobsApp;
 let browser: Browser;
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (as .ci/run does)`);
-  }
   mkdirSync(ARTIFACTS, { recursive: true });
   server = await startHttpJobsApp(db.url, {
     imports: [JobsAdminModule.forRoot({ path: 'jobs-admin', guard: { canActivate: () => true } })],
     tasks: [FlakyTask],
     options: { pollingCheck: 0.1, maxRetries: 0 },
   });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    timeout: 30_000,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 }, 60_000);
 afterAll(async () => {
   await browser?.close();

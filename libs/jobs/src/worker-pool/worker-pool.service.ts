@@ -13,6 +13,7 @@ import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { AttemptAbortController } from '../runner/attempt-abort-controller.js';
 import { runWithTimeout } from '../runner/run-with-timeout.js';
+import { WaitQueue } from './wait-queue.js';
 import { resolveWorkerEntry } from './worker-entry.js';
 import {
   CONTROL_SIGNAL,
@@ -53,8 +54,12 @@ interface Dispatch {
   readonly fail: (err: Error) => void;
 }
 
-/** Idle threads are re-checked this often while a call waits for one. */
-const IDLE_CHECK_MS = 5;
+/**
+ * How often waiting calls re-check for a free thread when no event said one freed: a safety net
+ * only. Every change that frees a thread has an event here (a call settling, a thread exiting, a
+ * booted thread's ready message), so the net should never find anything to send.
+ */
+const MISSED_WAKE_CHECK_MS = 1000;
 
 /**
  * The poolifier thread pool that runs `@JobTask({ worker: true })` tasks, and everything poolifier
@@ -68,7 +73,9 @@ const IDLE_CHECK_MS = 5;
  *   replacement for a dead thread is still booting), where the task would wait behind another
  *   job and die with it; so a call is sent only when a thread is idle or poolifier will add one:
  *   one job per thread, which is also what makes a death attributable to one job. Calls waiting
- *   for a thread wait here, and `taskTimeout` starts when a thread starts the task.
+ *   for a thread wait here, first come, first served (so jobs start in the order the runner
+ *   claimed them), woken by the events that free a thread, and `taskTimeout` starts when a thread
+ *   starts the task.
  *
  * Started at module init when `workerModule` is set (one thread boots and reports the worker
  * tasks), grown to `workers` on demand (idle extra threads retire after poolifier's minute),
@@ -84,6 +91,11 @@ export class WorkerPool {
   private readonly calls = new Set<Dispatch>();
   private stopping?: Promise<void>;
   private boot?: Dispatch;
+  private readonly waiting = new WaitQueue(
+    () => this.freeThread() !== undefined,
+    MISSED_WAKE_CHECK_MS,
+    (sent) => this.logger.debug(`${sent} waiting call(s) found a free thread no event announced`),
+  );
 
   constructor(@Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions) {}
 
@@ -257,6 +269,7 @@ export class WorkerPool {
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      this.waiting.rejectAll(() => new WorkerPoolStoppedError());
       for (const call of [...this.calls]) call.fail(new WorkerPoolStoppedError());
       await this.pool
         ?.destroy()
@@ -287,41 +300,62 @@ export class WorkerPool {
       return await Promise.race([this.send(dispatch, data, name, signal), failed]);
     } finally {
       this.calls.delete(dispatch);
+      // A call failed while it waited (its attempt gave up) must not take a thread later.
+      this.waiting.withdraw(dispatch, () => new WorkerPoolStoppedError());
     }
   }
 
-  private async send(
+  /** Queues the call behind those already waiting, and sends it when a thread can take it. */
+  private send(
     dispatch: Dispatch,
     data: WorkerJobRequest | undefined,
     name: string,
     signal?: AbortSignal,
-  ) {
-    for (;;) {
-      const pool = this.pool;
-      if (!pool || this.stopping) throw new WorkerPoolStoppedError();
-      signal?.throwIfAborted();
-      const nodes = pool.workerNodes;
-      const load = (node: (typeof nodes)[number]) =>
-        node.usage.tasks.executing + node.usage.tasks.queued;
-      const idle = nodes.find((node) => node.info.ready && load(node) === 0);
-      // poolifier adds a thread only when every thread is ready and busy; a replacement for a dead
-      // one is not ready until it has booted, and meanwhile `execute` would find no thread at all.
-      const grows =
-        nodes.length > 0 &&
-        nodes.length < this.options.workers &&
-        nodes.every((node) => node.info.ready && load(node) > 0);
-      if (idle || grows) {
-        // `execute` chooses synchronously, with poolifier's default strategy (least used): the first
-        // idle thread, or else the thread it adds, which counts as ready at once and runs the task
-        // as soon as it has booted.
-        const answer = pool.execute(data, name).catch((thrown: unknown) => {
-          throw fromThread(thrown);
-        });
-        dispatch.expectedThread = (idle ?? pool.workerNodes.at(-1))?.info.id;
-        return answer;
-      }
-      await new Promise((resolve) => setTimeout(resolve, IDLE_CHECK_MS));
-    }
+  ): Promise<unknown> {
+    if (!this.pool || this.stopping) return Promise.reject(new WorkerPoolStoppedError());
+    return this.waiting.enqueue(dispatch, () => this.execute(dispatch, data, name), signal);
+  }
+
+  /** Hands the call to poolifier; only the wait queue calls it, once `freeThread` found one. */
+  private execute(
+    dispatch: Dispatch,
+    data: WorkerJobRequest | undefined,
+    name: string,
+  ): Promise<unknown> {
+    const pool = this.pool!;
+    const { idle } = this.freeThread()!;
+    // `execute` chooses synchronously, with poolifier's default strategy (least used): the first
+    // idle thread, or else the thread it adds, which counts as ready at once and runs the task as
+    // soon as it has booted. Either way the thread counts the task before `execute` returns, so the
+    // queue's next `freeThread` already sees it busy.
+    const answer = pool.execute(data, name).catch((thrown: unknown) => {
+      throw fromThread(thrown);
+    });
+    dispatch.expectedThread = (idle ?? pool.workerNodes.at(-1))?.info.id;
+    // poolifier counts the task done before it settles the call: the thread is idle by now.
+    const wake = () => void this.waiting.serve();
+    answer.then(wake, wake);
+    return answer;
+  }
+
+  /**
+   * The thread a call may be sent to now: an idle one, or none when poolifier will add one (every
+   * thread ready and busy, and room to grow). poolifier adds a thread only then; a replacement for
+   * a dead one is not ready until it has booted, and meanwhile `execute` would find no thread at all.
+   */
+  private freeThread(): { idle?: Pool['workerNodes'][number] } | undefined {
+    const pool = this.pool;
+    if (!pool || this.stopping) return undefined;
+    const nodes = pool.workerNodes;
+    const load = (node: (typeof nodes)[number]) =>
+      node.usage.tasks.executing + node.usage.tasks.queued;
+    const idle = nodes.find((node) => node.info.ready && load(node) === 0);
+    if (idle) return { idle };
+    const grows =
+      nodes.length > 0 &&
+      nodes.length < this.options.workers &&
+      nodes.every((node) => node.info.ready && load(node) > 0);
+    return grows ? {} : undefined;
   }
 
   private async terminate(threadId: number): Promise<void> {
@@ -331,12 +365,35 @@ export class WorkerPool {
       .catch(() => undefined);
   }
 
+  /**
+   * Serves the waiting calls once a (re)started thread is ready. poolifier marks a thread ready when
+   * its ready message arrives on the thread's message channel and emits nothing then (its pool
+   * `ready` event fires once, for the first threads), so this listens on that channel after
+   * poolifier's own listener, which has marked the thread ready when this one runs. The message may
+   * also come before `online`: then the thread is ready already.
+   */
+  private whenReady(worker: Worker): void {
+    const node = this.pool?.workerNodes.find((candidate) => candidate.worker === worker);
+    const port = node?.messageChannel?.port1;
+    if (!node || node.info.ready || !port) {
+      this.waiting.serve();
+      return;
+    }
+    const onMessage = () => {
+      if (!node.info.ready) return;
+      port.off('message', onMessage);
+      this.waiting.serve();
+    };
+    port.on('message', onMessage);
+  }
+
   /** Handlers of poolifier's per-thread events, which it calls with the thread as `this`. */
   private threadEvents() {
     return {
       online: (worker: Worker) => {
         this.threadIds.set(worker, worker.threadId);
         this.threads.set(worker.threadId, worker);
+        this.whenReady(worker);
       },
       crashed: (worker: Worker, err: Error) => {
         const id = this.threadIds.get(worker) ?? worker.threadId;
@@ -344,6 +401,9 @@ export class WorkerPool {
         this.logger.warn(`Worker thread ${id} crashed: ${err.message}`);
       },
       exited: (worker: Worker, code: number) => {
+        // poolifier's own exit handler runs after this one: it drops the thread and starts any
+        // replacement, after which the pool may grow, or wait for the replacement's ready message.
+        queueMicrotask(() => this.waiting.serve());
         // `worker.threadId` is -1 once the thread is gone: use the id seen when it came online.
         const id = this.threadIds.get(worker);
         if (id === undefined) return;
