@@ -73,6 +73,19 @@ export class JobsLifecycle
   }
 
   async onApplicationBootstrap(): Promise<void> {
+    try {
+      await this.start();
+    } catch (err) {
+      // As at init, no shutdown hook follows a failed boot: what started (the LISTEN session, the
+      // heartbeat, the ticks, the pool's threads, the connections) must stop here, or the process
+      // could never exit. Every stop is safe on a part that never started.
+      await this.beforeApplicationShutdown().catch(() => undefined);
+      await this.onApplicationShutdown();
+      throw err;
+    }
+  }
+
+  private async start(): Promise<void> {
     this.listener.onNotification((notification) => {
       if (notification.event === 'newJob') this.runner.wake();
       else this.waiters.settle(notification);

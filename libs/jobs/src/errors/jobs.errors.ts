@@ -58,6 +58,23 @@ export class InvalidPayloadError extends JobsError {
   }
 }
 
+/**
+ * Another running instance answers to this `instanceId`. Two instances with one id would requeue
+ * each other's running jobs, so the second one's boot fails.
+ */
+export class InstanceIdInUseError extends JobsError {
+  constructor(
+    readonly instanceId: string,
+    holder: { hostname: string | null; pid: number | null; silentFor: number },
+  ) {
+    super(
+      `Instance id ${JSON.stringify(instanceId)} is in use by a running instance ` +
+        `(host ${holder.hostname ?? 'unknown'}, pid ${holder.pid ?? 'unknown'}, last heartbeat ${holder.silentFor.toFixed(1)}s ago). ` +
+        'Give every instance its own instanceId (the default is unique), or stop the other one first.',
+    );
+  }
+}
+
 /** Two `@JobTask()` handlers claim the same name, or a handler cannot run. Thrown while the app boots. */
 export class InvalidTaskHandlerError extends JobsError {}
 

@@ -6,8 +6,16 @@ import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import { InstanceIdInUseError } from '../errors/jobs.errors.js';
+import { InstanceIdentityLock } from './instance-identity-lock.js';
 import { instancesSql } from './instances.sql.js';
 import type { InstanceRegistration } from './instances.sql.js';
+
+interface HolderRow {
+  readonly hostname: string | null;
+  readonly pid: number | null;
+  readonly silentFor: number;
+}
 
 /**
  * Keeps this instance's row in the instances table alive: registered at bootstrap (before it
@@ -33,12 +41,14 @@ export class InstanceHeartbeat {
   /** When (monotonic ms) a heartbeat last succeeded: one that hangs neither fails nor succeeds. */
   private lastBeatAt = performance.now();
   private stopping?: Promise<void>;
+  private readonly identity: InstanceIdentityLock;
 
   constructor(
     @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
   ) {
     this.sql = instancesSql(db.schema);
+    this.identity = new InstanceIdentityLock(db, options.instanceId);
     this.tick = new Tick(
       'Heartbeat',
       options.heartbeatInterval * 1000,
@@ -64,8 +74,12 @@ export class InstanceHeartbeat {
     );
   }
 
-  /** Registers this life of the instance (throws if the database refuses) and starts heartbeating. */
+  /**
+   * Registers this life of the instance and starts heartbeating. Throws `InstanceIdInUseError` if
+   * a live instance has the id, and whatever the database says if it refuses.
+   */
   async start(): Promise<void> {
+    await this.claimIdentity();
     const [row] = await this.db.query<InstanceRegistration>(this.sql.register, [
       this.options.instanceId,
       this.host,
@@ -79,8 +93,29 @@ export class InstanceHeartbeat {
 
   /** Stops heartbeating and deregisters. Idempotent; a database that is down only costs a warning. */
   stop(): Promise<void> {
-    this.stopping ??= this.deregister();
+    this.stopping ??= this.deregister().finally(() => this.identity.release());
     return this.stopping;
+  }
+
+  /**
+   * The id's lock is free when no live process has the id (a predecessor that crashed released it
+   * with its connection). When it is held, a live twin registers right after taking it, so its row
+   * is fresh within a heartbeat; a lock held with no fresh row after one is a pooler's leftover.
+   */
+  private async claimIdentity(): Promise<void> {
+    if (await this.identity.acquire()) return;
+    for (let look = 0; ; look++) {
+      const [holder] = await this.db.query<HolderRow>(this.sql.liveHolder, [
+        this.options.instanceId,
+      ]);
+      if (holder) throw new InstanceIdInUseError(this.options.instanceId, holder);
+      if (look === 1) break;
+      await new Promise((resolve) => setTimeout(resolve, this.options.heartbeatInterval * 1000));
+    }
+    this.logger.warn(
+      `The lock on instance id ${this.options.instanceId} is held, but no instance with that id heartbeats: ` +
+        "taking it as a transaction pooler keeping a dead session's lock, and booting.",
+    );
   }
 
   private async beat(): Promise<void> {

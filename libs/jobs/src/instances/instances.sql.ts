@@ -12,6 +12,18 @@ export interface InstanceRegistration {
 /** The instance registry's statements. Every time in them is database time. */
 export function instancesSql({ quoted: s }: SchemaName) {
   return {
+    /** The instance id's advisory lock, per schema. $1 schema name $2 id */
+    lockIdentity: `SELECT pg_try_advisory_lock(hashtextextended('nestjs-pg-jobs:instance:' || $1 || ':' || $2, 0)) AS held`,
+
+    /**
+     * Who holds the id, as far as the table knows: only a row whose heartbeat is within its
+     * `instanceTimeout` can belong to a live instance. $1 id
+     */
+    liveHolder: `
+      SELECT hostname, pid, extract(epoch FROM now() - "heartbeatAt")::float8 AS "silentFor"
+      FROM ${s}.instances
+      WHERE id = $1 AND "heartbeatAt" >= now() - make_interval(secs => "instanceTimeout")`,
+
     /**
      * Starts a life of the instance: a new row, or a fresh `startedAt` on the row an earlier life
      * with the same id left behind. Jobs that earlier life left `active` started before this
