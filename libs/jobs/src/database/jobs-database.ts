@@ -1,6 +1,8 @@
 import pg from 'pg';
 import { DataSource } from 'typeorm';
+import { DatabaseUnreachableError } from '../errors/jobs.errors.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import { isConnectionError } from './connection-errors.js';
 import type { PreparedStatement } from './prepared-statement.js';
 import type { SchemaName } from './schema-name.js';
 
@@ -45,7 +47,10 @@ export class JobsDatabase {
       // `extra` is handed to `pg.Pool` as is, so every pg option the user gave keeps its meaning.
       extra: { application_name: applicationName(options.instanceId), ...options.connection },
     });
-    await dataSource.initialize();
+    // TypeORM connects once at initialisation: a refused connection fails the boot here.
+    await dataSource.initialize().catch((err: unknown) => {
+      throw isConnectionError(err) ? new DatabaseUnreachableError('connecting', err) : err;
+    });
     return new JobsDatabase(
       dataSource,
       true,
