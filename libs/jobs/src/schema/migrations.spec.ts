@@ -39,12 +39,9 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
   it('after version 4, build an index of a large table only CONCURRENTLY, outside a transaction', () => {
     for (const migration of MIGRATIONS.filter((m) => m.version > 4)) {
       if (migration.transactional !== false) {
-        expect([migration.version, squash(migration.sql(schema))]).not.toEqual([
-          migration.version,
-          expect.stringMatching(
-            new RegExp(`CREATE (UNIQUE )?INDEX [^;]* ON [^ ]*\\.${LARGE_TABLES.source}`),
-          ),
-        ]);
+        expect(squash(migration.sql(schema))).not.toMatch(
+          new RegExp(`CREATE (UNIQUE )?INDEX [^;]* ON [^ ]*\\.${LARGE_TABLES.source}`),
+        );
         continue;
       }
       for (const statement of migration.statements(schema)) {
