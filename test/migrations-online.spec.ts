@@ -140,6 +140,15 @@ it('repairs the INVALID index a cancelled concurrent build left, on the next boo
   // deploy that is killed, a statement_timeout or a lost connection would end it).
   await db.query(`DROP INDEX online.${INDEX}`);
   await db.query(`DELETE FROM online.migrations WHERE version = 5`);
+  // A writer's open transaction holds the build in its first wait, after the INVALID index is in
+  // the catalog and before it is built: the cancellation below always lands there.
+  const writer = new pg.Client({ connectionString: db.url });
+  writer.on('error', () => undefined);
+  await writer.connect();
+  await writer.query('BEGIN');
+  await writer.query(
+    `UPDATE online."jobHistory" SET "updatedAt" = now() WHERE id = (SELECT id FROM online."jobHistory" LIMIT 1)`,
+  );
   const builder = new pg.Client({ connectionString: db.url, application_name: 'doomed-build' });
   builder.on('error', () => undefined);
   await builder.connect();
@@ -153,12 +162,12 @@ it('repairs the INVALID index a cancelled concurrent build left, on the next boo
       (err: Error) => err.message,
     );
   await waitFor(
-    'the build to be in progress',
+    'the build to wait for the open writer',
     async () =>
       (
         await db.query(
           `SELECT 1 FROM pg_stat_progress_create_index p JOIN pg_stat_activity a USING (pid)
-           WHERE a.application_name = 'doomed-build'`,
+           WHERE a.application_name = 'doomed-build' AND p.phase = 'waiting for writers before build'`,
         )
       ).length > 0,
     10_000,
@@ -168,6 +177,8 @@ it('repairs the INVALID index a cancelled concurrent build left, on the next boo
   );
   expect(await build).toMatch(/canceling statement due to user request/);
   await builder.end();
+  await writer.query('COMMIT');
+  await writer.end();
   // What IF NOT EXISTS alone would skip: an index of that name that no query can use.
   expect(await indexState()).toMatchObject({ valid: false });
 
