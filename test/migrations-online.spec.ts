@@ -138,7 +138,7 @@ it('builds the dashboard index on a 200k-row history while a writer keeps commit
 it('repairs the INVALID index a cancelled concurrent build left, on the next boot', async () => {
   // Back to version 4, then a build of migration 5's index that dies half-way (cancelled, as a
   // deploy that is killed, a statement_timeout or a lost connection would end it).
-  await db.query(`DROP INDEX online.${INDEX}`);
+  await db.query(`DROP INDEX IF EXISTS online.${INDEX}`);
   await db.query(`DELETE FROM online.migrations WHERE version = 5`);
   // A writer's open transaction holds the build in its first wait, after the INVALID index is in
   // the catalog and before it is built: the cancellation below always lands there.
