@@ -82,6 +82,25 @@ describe('GET api/stats', () => {
     expect(totals).toMatchObject({ pending: 2, due: 1, completed: 2, failed: 1 });
   });
 
+  it('counts the jobs that ended in the last ?minutes= (60 by default), never the whole history', async () => {
+    const completedOf = (body: { tasks: { task: string; completed: number }[] }) =>
+      body.tasks.find((line) => line.task === 'flaky')?.completed;
+    await db.query(
+      `UPDATE jobs."jobHistory" SET "completedAt" = now() - interval '2 hours' WHERE id = $1`,
+      [ids.done1],
+    );
+    try {
+      const recent = await json(api('stats'));
+      expect(recent.minutes).toBe(60);
+      expect(completedOf(recent)).toBe(1);
+      expect(completedOf(await json(api('stats?minutes=180')))).toBe(2);
+    } finally {
+      await db.query(`UPDATE jobs."jobHistory" SET "completedAt" = now() WHERE id = $1`, [
+        ids.done1,
+      ]);
+    }
+  });
+
   it('refuses a query parameter it does not take', async () => {
     const body = await json(api('stats?verbose=1'), 400);
     expect(body.message).toMatch(/unknown query parameter "verbose"/);

@@ -55,7 +55,9 @@ export class JobsLifecycle
 
   async onModuleInit(): Promise<void> {
     try {
-      const migrator = new SchemaMigrator(this.db);
+      const migrator = new SchemaMigrator(this.db, {
+        lockTimeout: this.options.migrationLockTimeout,
+      });
       if (this.options.migrate) await migrator.migrate();
       else await migrator.assertCurrent();
       this.registry.discover();

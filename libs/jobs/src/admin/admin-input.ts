@@ -23,6 +23,8 @@ const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
 const MAX_OFFSET = 100_000;
 const MAX_MINUTES = 1440;
+/** The window of `GET stats`' counts of ended jobs, and of the throughput chart, by default. */
+export const DEFAULT_STATS_MINUTES = 60;
 
 /**
  * Parsers of the admin API's input. Each rejects with a 400 whose message names the parameter,
@@ -54,7 +56,7 @@ export function parseJobListQuery(query: Record<string, unknown>): JobListQuery 
 
 export function parseMinutes(query: Record<string, unknown>): number {
   onlyKeys(query, ['minutes']);
-  return integer(query, 'minutes', 60, 1, MAX_MINUTES);
+  return integer(query, 'minutes', DEFAULT_STATS_MINUTES, 1, MAX_MINUTES);
 }
 
 export function parseNoQuery(query: Record<string, unknown>): void {

@@ -12,39 +12,90 @@ export function adminSql({ quoted: s }: SchemaName) {
     j.id, j.task, 'pending' AS state, j.payload, j.priority, j.retries AS attempt, j."maxRetries",
     j."waitUntil", j."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy",
     j."createdAt" AS "sortAt"`;
-  const historyColumns = `
+  const historyColumns = (sortAt: string) => `
     h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries",
     NULL::timestamptz AS "waitUntil", h."createdAt", h."startedAt", h."completedAt",
-    h."lastErrorMessage", h."executedBy", COALESCE(h."completedAt", h."startedAt", h."createdAt") AS "sortAt"`;
-  const notQueued = `NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = h.id)`;
+    h."lastErrorMessage", h."executedBy", ${sortAt} AS "sortAt"`;
+  const notQueuedAs = (alias: string) =>
+    `NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = ${alias}.id)`;
+  const notQueued = notQueuedAs('h');
 
+  /*
+   * A page of pending jobs is cut from `jobs` first and only then joined to its history rows (the
+   * previous failed attempt), one primary-key look-up each: joined first, the planner may hash the
+   * whole history to serve a page of fifty.
+   *
+   * History is the big table (a day of jobs by default), so every statement here reads it through
+   * an index, in the order the index keeps, and stops at the page or the time window:
+   * - an attempt that has not ended is `active`, sorted by "startedAt" (job_history_active);
+   * - an attempt that ended has its "completedAt" (every write that ends one sets it), sorted by
+   *   it: per state through job_history_state_ended_at, across states through job_history_ended_at
+   *   (the planner takes either for a time window: both are ranges of "completedAt").
+   * A sort key such as COALESCE("completedAt", "startedAt") would be an expression no index
+   * holds, and would sort the whole history on every page. (An `interrupted` row without
+   * "completedAt" is an attempt released at shutdown: its job is queued again, so it is listed
+   * as pending.) `test/admin-plans.spec.ts` holds the plans.
+   */
   return {
-    /** In claim order. $1 task (or null) $2 limit $3 offset */
+    /** In claim order (jobs_claim_order). $1 task (or null) $2 limit $3 offset */
     listPending: `
       SELECT ${pendingColumns}
-      FROM ${s}.jobs j LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
-      WHERE ($1::text IS NULL OR j.task = $1)
-      ORDER BY j.priority DESC, j."waitUntil", j.seq
+      FROM (SELECT * FROM ${s}.jobs
+            WHERE ($1::text IS NULL OR task = $1)
+            ORDER BY priority DESC, "waitUntil", seq
+            LIMIT $2 OFFSET $3) AS j
+      LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
+      ORDER BY j.priority DESC, j."waitUntil", j.seq`,
+
+    /** Running attempts, latest started first. $1 task (or null) $2 limit $3 offset */
+    listActive: `
+      SELECT ${historyColumns('h."startedAt"')}
+      FROM ${s}."jobHistory" h
+      WHERE h.state = 'active' AND ($1::text IS NULL OR h.task = $1)
+      ORDER BY h."startedAt" DESC, h.id
       LIMIT $2 OFFSET $3`,
 
-    /** Latest first. $1 state $2 task (or null) $3 limit $4 offset */
-    listHistory: `
-      SELECT ${historyColumns}
-      FROM ${s}."jobHistory" h
-      WHERE h.state = $1 AND ($2::text IS NULL OR h.task = $2) AND ${notQueued}
-      ORDER BY "sortAt" DESC, h.id
-      LIMIT $3 OFFSET $4`,
+    /**
+     * Jobs that ended in state $1, latest first. The page is chosen from the index alone
+     * (job_history_state_ended_at holds the task and the id), so a task filter that matches few
+     * rows skips the others without visiting them; only the page's rows are then read.
+     * $1 state $2 task (or null) $3 limit $4 offset
+     */
+    listEnded: `
+      SELECT ${historyColumns('h."completedAt"')}
+      FROM (SELECT p.id FROM ${s}."jobHistory" p
+            WHERE p.state = $1 AND p."completedAt" IS NOT NULL AND ($2::text IS NULL OR p.task = $2)
+              AND ${notQueuedAs('p')}
+            ORDER BY p."completedAt" DESC, p.id
+            LIMIT $3 OFFSET $4) AS page
+      JOIN ${s}."jobHistory" h ON h.id = page.id
+      ORDER BY h."completedAt" DESC, h.id`,
 
-    /** Every job, latest activity first. $1 task (or null) $2 limit $3 offset */
+    /**
+     * Every job, latest activity first: the three sources each give their first $2 + $3 rows in
+     * index order (no page can need more of any one), merged and paged.
+     * $1 task (or null) $2 limit $3 offset
+     */
     listAll: `
       SELECT * FROM (
-        SELECT ${pendingColumns}
-        FROM ${s}.jobs j LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
-        WHERE ($1::text IS NULL OR j.task = $1)
+        (SELECT ${pendingColumns}
+         FROM (SELECT * FROM ${s}.jobs
+               WHERE ($1::text IS NULL OR task = $1)
+               ORDER BY "createdAt" DESC, id
+               LIMIT $2::int + $3::int) AS j
+         LEFT JOIN ${s}."jobHistory" h ON h.id = j.id)
         UNION ALL
-        SELECT ${historyColumns}
-        FROM ${s}."jobHistory" h
-        WHERE ($1::text IS NULL OR h.task = $1) AND ${notQueued}
+        (SELECT ${historyColumns('h."startedAt"')}
+         FROM ${s}."jobHistory" h
+         WHERE h.state = 'active' AND ($1::text IS NULL OR h.task = $1)
+         ORDER BY h."startedAt" DESC, h.id
+         LIMIT $2::int + $3::int)
+        UNION ALL
+        (SELECT ${historyColumns('h."completedAt"')}
+         FROM ${s}."jobHistory" h
+         WHERE h."completedAt" IS NOT NULL AND ($1::text IS NULL OR h.task = $1) AND ${notQueued}
+         ORDER BY h."completedAt" DESC, h.id
+         LIMIT $2::int + $3::int)
       ) AS listed
       ORDER BY "sortAt" DESC, id
       LIMIT $2 OFFSET $3`,
@@ -78,7 +129,14 @@ export function adminSql({ quoted: s }: SchemaName) {
       )
       SELECT id, (SELECT count(*) FROM woken) AS woken FROM requeued`,
 
-    /** Per task: queued, due, running and ended counts, and how long the longest-waiting due job has waited. */
+    /**
+     * Per task: queued, due and running counts, the jobs that ended in the last $1 minutes, and
+     * how long the longest-waiting due job has waited. The page asks every 2 s: ended jobs are
+     * counted in a recent window only, a range of an index on "completedAt", never across the
+     * whole history. Whether a failed job is queued again is a join, not a subquery per row: the
+     * planner prices a correlated subquery for every row of the window, and past
+     * `jit_above_cost` each poll would pay tens of milliseconds of JIT compilation. $1 minutes
+     */
     stats: `
       WITH queued AS (
         SELECT task, count(*)::int AS pending,
@@ -86,34 +144,53 @@ export function adminSql({ quoted: s }: SchemaName) {
                extract(epoch FROM now() - min("waitUntil") FILTER (WHERE "waitUntil" <= now()))::float8
                  AS "oldestPendingAgeSeconds"
         FROM ${s}.jobs GROUP BY task
-      ), recorded AS (
+      ), running AS (
+        SELECT task, count(*)::int AS active
+        FROM ${s}."jobHistory" WHERE state = 'active' GROUP BY task
+      ), ended AS (
         SELECT h.task,
-               count(*) FILTER (WHERE h.state = 'active')::int AS active,
                count(*) FILTER (WHERE h.state = 'completed')::int AS completed,
                count(*) FILTER (WHERE h.state = 'failed' AND q.id IS NULL)::int AS failed,
                count(*) FILTER (WHERE h.state = 'interrupted' AND q.id IS NULL)::int AS interrupted,
                count(*) FILTER (WHERE h.state = 'cancelled')::int AS cancelled
-        FROM ${s}."jobHistory" h LEFT JOIN ${s}.jobs q ON q.id = h.id
+        FROM ${s}."jobHistory" h
+        LEFT JOIN ${s}.jobs q ON q.id = h.id AND h.state IN ('failed', 'interrupted')
+        WHERE h.state IN ('completed', 'failed', 'interrupted', 'cancelled')
+          AND h."completedAt" >= now() - make_interval(mins => $1)
         GROUP BY h.task
+      ), tasks AS (
+        SELECT task FROM queued UNION SELECT task FROM running UNION SELECT task FROM ended
       )
-      SELECT COALESCE(q.task, r.task) AS task,
+      SELECT t.task,
              COALESCE(q.pending, 0) AS pending, COALESCE(q.due, 0) AS due,
-             COALESCE(r.active, 0) AS active, COALESCE(r.completed, 0) AS completed,
-             COALESCE(r.failed, 0) AS failed, COALESCE(r.interrupted, 0) AS interrupted,
-             COALESCE(r.cancelled, 0) AS cancelled, q."oldestPendingAgeSeconds"
-      FROM queued q FULL JOIN recorded r ON r.task = q.task
+             COALESCE(r.active, 0) AS active, COALESCE(e.completed, 0) AS completed,
+             COALESCE(e.failed, 0) AS failed, COALESCE(e.interrupted, 0) AS interrupted,
+             COALESCE(e.cancelled, 0) AS cancelled, q."oldestPendingAgeSeconds"
+      FROM tasks t
+      LEFT JOIN queued q ON q.task = t.task
+      LEFT JOIN running r ON r.task = t.task
+      LEFT JOIN ended e ON e.task = t.task
       ORDER BY 1`,
 
-    /** Jobs that ended per minute over the last $1 minutes, every minute present (oldest first). */
+    /**
+     * Jobs that ended per minute over the last $1 minutes, every minute present (oldest first):
+     * one range of an index on "completedAt", counted per minute (not one look-up per minute).
+     */
     throughput: `
-      SELECT m.minute,
-             count(h.id) FILTER (WHERE h.state = 'completed')::int AS completed,
-             count(h.id) FILTER (WHERE h.state = 'failed')::int AS failed
+      WITH ended AS (
+        SELECT date_trunc('minute', h."completedAt") AS minute,
+               count(*) FILTER (WHERE h.state = 'completed')::int AS completed,
+               count(*) FILTER (WHERE h.state = 'failed')::int AS failed
+        FROM ${s}."jobHistory" h
+        WHERE h.state IN ('completed', 'failed')
+          AND h."completedAt" >= date_trunc('minute', now()) - make_interval(mins => $1 - 1)
+          AND h."completedAt" < date_trunc('minute', now()) + interval '1 minute'
+        GROUP BY 1
+      )
+      SELECT m.minute, COALESCE(e.completed, 0) AS completed, COALESCE(e.failed, 0) AS failed
       FROM generate_series(date_trunc('minute', now()) - make_interval(mins => $1 - 1),
                            date_trunc('minute', now()), interval '1 minute') AS m(minute)
-      LEFT JOIN ${s}."jobHistory" h
-        ON h."completedAt" >= m.minute AND h."completedAt" < m.minute + interval '1 minute'
-      GROUP BY m.minute
+      LEFT JOIN ended e ON e.minute = m.minute
       ORDER BY m.minute`,
   };
 }

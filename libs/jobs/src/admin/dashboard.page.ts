@@ -138,14 +138,14 @@ export const DASHBOARD_HTML = `<!doctype html>
   <div class="card">Pending<b id="total-pending">-</b></div>
   <div class="card">Due<b id="total-due">-</b></div>
   <div class="card">Active<b id="total-active">-</b></div>
-  <div class="card">Completed<b id="total-completed">-</b></div>
-  <div class="card">Failed<b id="total-failed">-</b></div>
+  <div class="card">Completed, last 60 min<b id="total-completed">-</b></div>
+  <div class="card">Failed, last 60 min<b id="total-failed">-</b></div>
   <div class="card">Oldest due job waiting<b id="total-oldest">-</b></div>
 </div>
 <h2>Throughput, last 60 minutes <small><span class="legend-done">completed</span> / <span class="legend-failed">failed</span> per minute, <span id="chart-max"></span></small></h2>
 <svg id="chart" viewBox="0 0 600 120" width="600" height="120" role="img" aria-label="Jobs ended per minute"></svg>
 <div class="axis"><span>60 min ago</span><span>now</span></div>
-<h2>By task</h2>
+<h2>By task <small>(completed and failed: last 60 minutes)</small></h2>
 <table><thead><tr><th>Task</th><th>Pending</th><th>Due</th><th>Active</th><th>Completed</th><th>Failed</th><th>Oldest due</th></tr></thead><tbody id="tasks"></tbody></table>
 <h2>Failed</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Error</th><th>Failed at</th><th></th></tr></thead><tbody id="failed"></tbody></table>

@@ -44,8 +44,7 @@ export function createAdminController(
 
     @Get('api/stats')
     stats(@Query() query: Query) {
-      parseNoQuery(query);
-      return this.admin.stats();
+      return this.admin.stats(parseMinutes(query));
     }
 
     @Get('api/jobs')

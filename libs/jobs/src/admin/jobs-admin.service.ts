@@ -10,6 +10,7 @@ import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { JobInfo } from '../queue/job-info.interface.js';
 import { JobQueueService } from '../queue/job-queue.service.js';
+import { DEFAULT_STATS_MINUTES } from './admin-input.js';
 import type { JobListQuery } from './admin-input.js';
 import { adminSql } from './admin.sql.js';
 import type { AdminSql } from './admin.sql.js';
@@ -22,10 +23,13 @@ export interface TaskStats {
   /** Queued and due now. */
   due: number;
   active: number;
+  /** Ended so, in the window of `stats(minutes)`. */
   completed: number;
-  /** Failed for good (a failed attempt that will be retried is pending). */
+  /** Failed for good in the window (a failed attempt that will be retried is pending). */
   failed: number;
+  /** Interrupted for good in the window. */
   interrupted: number;
+  /** Cancelled in the window. */
   cancelled: number;
   /** Seconds the longest-waiting due job has been due; `null` when none is. */
   oldestPendingAgeSeconds: number | null;
@@ -76,7 +80,9 @@ export class JobsAdminService implements OnModuleInit {
       ? this.db.query<ListedJob>(this.sql.listAll, [task, ...page])
       : state === 'pending'
         ? this.db.query<ListedJob>(this.sql.listPending, [task, ...page])
-        : this.db.query<ListedJob>(this.sql.listHistory, [state, task, ...page]));
+        : state === 'active'
+          ? this.db.query<ListedJob>(this.sql.listActive, [task, ...page])
+          : this.db.query<ListedJob>(this.sql.listEnded, [state, task, ...page]));
     const jobs = rows.slice(0, limit).map(({ sortAt: _sortAt, ...job }) => job);
     return { jobs, hasMore: rows.length > limit };
   }
@@ -109,8 +115,15 @@ export class JobsAdminService implements OnModuleInit {
     return { job: (await this.queue.getJob(id))! };
   }
 
-  async stats(): Promise<{ tasks: TaskStats[]; totals: Omit<TaskStats, 'task'> }> {
-    const tasks = await this.db.query<TaskStats>(this.sql.stats);
+  /**
+   * Counts per task. `completed`, `failed`, `interrupted` and `cancelled` count the jobs that
+   * ended in the last `minutes` (default 60), so that the page's poll never counts the whole
+   * history; `pending`, `due` and `active` are counts of now.
+   */
+  async stats(
+    minutes = DEFAULT_STATS_MINUTES,
+  ): Promise<{ minutes: number; tasks: TaskStats[]; totals: Omit<TaskStats, 'task'> }> {
+    const tasks = await this.db.query<TaskStats>(this.sql.stats, [minutes]);
     const totals: Omit<TaskStats, 'task'> = {
       pending: 0,
       due: 0,
@@ -130,7 +143,7 @@ export class JobsAdminService implements OnModuleInit {
         );
       }
     }
-    return { tasks, totals };
+    return { minutes, tasks, totals };
   }
 
   async throughput(

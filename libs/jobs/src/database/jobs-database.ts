@@ -1,6 +1,8 @@
 import pg from 'pg';
 import { DataSource } from 'typeorm';
+import { DatabaseUnreachableError } from '../errors/jobs.errors.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import { isConnectionError } from './connection-errors.js';
 import type { PreparedStatement } from './prepared-statement.js';
 import type { SchemaName } from './schema-name.js';
 
@@ -31,7 +33,7 @@ export class JobsDatabase {
 
   static async connect(options: ResolvedJobsOptions): Promise<JobsDatabase> {
     if (options.dataSource) {
-      if (!options.dataSource.isInitialized) await options.dataSource.initialize();
+      if (!options.dataSource.isInitialized) await initialize(options.dataSource);
       return new JobsDatabase(
         options.dataSource,
         false,
@@ -45,7 +47,7 @@ export class JobsDatabase {
       // `extra` is handed to `pg.Pool` as is, so every pg option the user gave keeps its meaning.
       extra: { application_name: applicationName(options.instanceId), ...options.connection },
     });
-    await dataSource.initialize();
+    await initialize(dataSource);
     return new JobsDatabase(
       dataSource,
       true,
@@ -125,6 +127,13 @@ async function queryRows<Row>(
     ) as Row[];
   }
   return (result as pg.QueryResult).rows as Row[];
+}
+
+/** TypeORM connects once at initialisation: a refused connection fails the boot here, saying so. */
+async function initialize(dataSource: DataSource): Promise<void> {
+  await dataSource.initialize().catch((err: unknown) => {
+    throw isConnectionError(err) ? new DatabaseUnreachableError('connecting', err) : err;
+  });
 }
 
 function applicationName(instanceId: string, role?: string): string {

@@ -90,8 +90,41 @@ export class InvalidJobTaskOptionError extends InvalidTaskHandlerError {
   }
 }
 
-/** The database schema is missing or older than this library, and `migrate` is off. */
+/** The database schema is missing or older than this library, and `migrate` is off; or a migration failed. */
 export class SchemaNotMigratedError extends JobsError {}
+
+/**
+ * Another instance held the migration lock of the schema for longer than `migrationLockTimeout`
+ * (it is migrating, or a session of it hangs). Thrown while the app boots; nothing was migrated.
+ */
+export class MigrationLockTimeoutError extends JobsError {
+  constructor(
+    readonly schema: string,
+    readonly seconds: number,
+    holders: readonly string[],
+  ) {
+    super(
+      `Another instance holds the migration lock of schema "${schema}" and did not release it within ${seconds}s ` +
+        `(migrationLockTimeout)${holders.length ? `; held by: ${holders.join(', ')}` : ''}. ` +
+        'Let its migration finish and boot again, raise migrationLockTimeout above your longest migration, ' +
+        'or end that session (pg_terminate_backend) if it hangs.',
+    );
+  }
+}
+
+/**
+ * The database could not be reached at boot (refused, timed out, dropped): a connection problem,
+ * not a schema one. The original error is the `cause`.
+ */
+export class DatabaseUnreachableError extends JobsError {
+  constructor(doing: string, cause: unknown) {
+    super(
+      `The database is unreachable while ${doing}: ${(cause as Error)?.message ?? String(cause)}. ` +
+        'Check the "connection" option (host, port, credentials) and that PostgreSQL is running and accepts connections.',
+      { cause },
+    );
+  }
+}
 
 /**
  * A cron schedule (from `schedules`, `@JobTask({ cron })` or `CronPlannerService.setSchedule`) is

@@ -1,5 +1,7 @@
 /** Defaults of `JobsModuleOptions`, in the seed's units (seconds) where the seed had the option. */
 export const DEFAULT_SCHEMA = 'jobs';
+/** Seconds a booting instance waits for another instance's migration lock before failing the boot. */
+export const DEFAULT_MIGRATION_LOCK_TIMEOUT = 60;
 export const DEFAULT_POLLING_CHECK = 5;
 export const DEFAULT_SCHEDULED_CHECK = 300;
 export const DEFAULT_MAX_RETRIES = 5;

@@ -28,6 +28,13 @@ export interface JobsModuleOptions {
   preparedStatements?: boolean;
   /** Run the schema migrations at boot. Default `true`; when `false` the boot checks the schema is current. */
   migrate?: boolean;
+  /**
+   * Seconds a booting instance waits for the migration lock while another instance migrates the
+   * same schema; past it the boot fails with `MigrationLockTimeoutError`. Default 60. A migration
+   * that builds an index concurrently on a large table can take longer: raise it above your
+   * longest migration, or boot one instance first.
+   */
+  migrationLockTimeout?: number;
   /** Name of this instance in history and `application_name`. Default host, pid and a random suffix. */
   instanceId?: string;
   /** Worker threads for worker tasks: a number, or `'auto'` (CPUs − 1, at least 1). Default `'auto'`. */

@@ -10,6 +10,7 @@ export interface ResolvedJobsOptions {
   readonly dataSource?: DataSource;
   readonly schema: SchemaName;
   readonly migrate: boolean;
+  readonly migrationLockTimeout: number;
   readonly preparedStatements: boolean;
   readonly instanceId: string;
   readonly workers: number;

@@ -1,11 +1,56 @@
 import type { SchemaName } from '../database/schema-name.js';
 
-/** One schema change. Numbered and append-only: a released migration is never edited. */
-export interface Migration {
+/*
+ * Rules for every migration from version 5 on. Instances of a live fleet keep writing while one of
+ * them migrates, so a migration must not block those writes for longer than a catalog change:
+ *
+ * - Released migrations (1-4 and every one after them once shipped) are never edited: a database
+ *   that applied one never runs it again. Change the schema by appending a migration.
+ * - An index on a table that can be large (`jobs`, `jobHistory`, `jobScheduleSlot`) is built with
+ *   `CREATE INDEX CONCURRENTLY IF NOT EXISTS`, one index per statement, in a migration with
+ *   `transactional: false` that names the index in `index`. A plain `CREATE INDEX` holds a SHARE
+ *   lock for the whole build, which blocks every insert, update and delete of the table (claims,
+ *   completions) until it ends; and CONCURRENTLY cannot run inside a transaction block.
+ * - Such a migration must be idempotent on retry: it runs outside a transaction, so a crash or a
+ *   failed build leaves part of it done. `IF NOT EXISTS` skips an index that was built, and a
+ *   failed CONCURRENTLY build leaves an INVALID index of that name (which `IF NOT EXISTS` would
+ *   wrongly skip): the migrator drops an invalid index named in `index` (`DROP INDEX CONCURRENTLY`)
+ *   before running the statement. Drops are `DROP INDEX CONCURRENTLY IF EXISTS`.
+ * - The version row of a non-transactional migration is inserted only after all its statements
+ *   succeeded, so a failed one is run again, whole, by the next boot.
+ * - A change of a small table, or one that only touches the catalog, stays transactional (`sql`).
+ *
+ * `migrations.spec.ts` holds these rules on `MIGRATIONS`.
+ */
+
+/** One statement of a non-transactional migration, run on its own (autocommit). */
+export interface OnlineStatement {
+  /** The index this statement builds, repaired (an invalid one dropped) before it runs. */
+  readonly index?: string;
+  readonly sql: string;
+}
+
+/** One schema change, run with its version row in one transaction. */
+export interface TransactionalMigration {
   readonly version: number;
   readonly name: string;
+  readonly transactional?: true;
   readonly sql: (schema: SchemaName) => string;
 }
+
+/**
+ * A schema change run outside any transaction, statement by statement: what `CREATE INDEX
+ * CONCURRENTLY` needs. Each statement must be idempotent (see the rules above).
+ */
+export interface OnlineMigration {
+  readonly version: number;
+  readonly name: string;
+  readonly transactional: false;
+  readonly statements: (schema: SchemaName) => readonly OnlineStatement[];
+}
+
+/** One schema change. Numbered and append-only: a released migration is never edited. */
+export type Migration = TransactionalMigration | OnlineMigration;
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -137,6 +182,23 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX job_history_ended_at ON ${s}."jobHistory" ("completedAt") WHERE "completedAt" IS NOT NULL;
       DROP INDEX ${s}.job_history_completed_at;
     `,
+  },
+  {
+    version: 5,
+    name: 'index history by state and end, for the dashboard',
+    transactional: false,
+    statements: ({ quoted: s }) => [
+      {
+        // The dashboard's lists of one ended state, latest first, walk it in order and stop at the
+        // page; its stats and throughput read one recent window of it per state, index-only (task
+        // and id included). Attempts that have not ended are left out, as in job_history_ended_at:
+        // a claim writes no entry here, only the attempt's end does.
+        index: 'job_history_state_ended_at',
+        sql: `CREATE INDEX CONCURRENTLY IF NOT EXISTS job_history_state_ended_at
+              ON ${s}."jobHistory" (state, "completedAt") INCLUDE (task, id)
+              WHERE "completedAt" IS NOT NULL`,
+      },
+    ],
   },
 ];
 

@@ -1,66 +1,97 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from '@nestjs/common';
+import type pg from 'pg';
+import { isConnectionError } from '../database/connection-errors.js';
 import type { JobsDatabase } from '../database/jobs-database.js';
-import { SchemaNotMigratedError } from '../errors/jobs.errors.js';
+import {
+  DatabaseUnreachableError,
+  MigrationLockTimeoutError,
+  SchemaNotMigratedError,
+} from '../errors/jobs.errors.js';
+import { DEFAULT_MIGRATION_LOCK_TIMEOUT } from '../options/defaults.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from './migrations.js';
+import type { Migration, OnlineMigration, TransactionalMigration } from './migrations.js';
+import { migratorSql } from './schema-migrator.sql.js';
+
+export interface SchemaMigratorOptions {
+  /** Seconds to wait for another instance's migration lock (`migrationLockTimeout`). */
+  readonly lockTimeout?: number;
+  /** Internal, for tests: the migrations to apply instead of the library's. */
+  readonly migrations?: readonly Migration[];
+}
+
+/** SQLSTATEs that mean the schema, or its migrations table, does not exist yet: version 0. */
+const MISSING_SCHEMA_CODES = new Set(['42P01', '3F000']);
+/** Pauses between two tries of the migration lock: from the first to at most the last. */
+const LOCK_RETRY_FIRST_MS = 50;
+const LOCK_RETRY_MAX_MS = 500;
 
 /**
  * Brings the module's schema up to date. Instances that boot together serialise on a session
- * advisory lock (TypeORM's own migrations take none); each migration commits with its version row,
- * so a failure leaves the schema at the last good version.
+ * advisory lock (TypeORM's own migrations take none), waited for at most `lockTimeout`. A
+ * transactional migration commits with its version row, so a failure leaves the schema at the last
+ * good version; a non-transactional one (concurrent index builds) runs statement by statement and
+ * records its version last, its statements being idempotent (the rules are in `migrations.ts`).
  */
 export class SchemaMigrator {
   private readonly logger = new Logger('JobsSchema');
+  private readonly lockTimeout: number;
+  private readonly migrations: readonly Migration[];
+  private readonly sql: ReturnType<typeof migratorSql>;
 
-  constructor(private readonly db: JobsDatabase) {}
+  constructor(
+    private readonly db: JobsDatabase,
+    options: SchemaMigratorOptions = {},
+  ) {
+    this.lockTimeout = options.lockTimeout ?? DEFAULT_MIGRATION_LOCK_TIMEOUT;
+    this.migrations = options.migrations ?? MIGRATIONS;
+    this.sql = migratorSql(db.schema);
+  }
 
-  async migrate(): Promise<number> {
-    const { name, quoted } = this.db.schema;
+  /**
+   * Applies the migrations the schema lacks and returns how many. `upTo` (internal, for tests)
+   * stops after that version.
+   */
+  async migrate(upTo = Infinity): Promise<number> {
     const client = this.db.createSessionClient('migrate');
     client.on('error', (err) => this.logger.warn(`Migration connection error: ${err.message}`));
-    await client.connect();
+    await client.connect().catch((err: unknown) => {
+      throw isConnectionError(err)
+        ? new DatabaseUnreachableError(`migrating schema "${this.db.schema.name}"`, err)
+        : err;
+    });
     try {
-      await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [
-        `nestjs-pg-jobs:migrate:${name}`,
-      ]);
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoted}`);
-      await client.query(
-        `CREATE TABLE IF NOT EXISTS ${quoted}.migrations (
-           version integer PRIMARY KEY,
-           name text NOT NULL,
-           "appliedAt" timestamptz NOT NULL DEFAULT now()
-         )`,
-      );
+      await this.lock(client);
+      await client.query(this.sql.createSchema);
+      await client.query(this.sql.createMigrationsTable);
       const current = await this.currentVersion(client);
       let applied = 0;
-      for (const migration of MIGRATIONS.filter((m) => m.version > current)) {
-        await client.query('BEGIN');
-        try {
-          await client.query(migration.sql(this.db.schema));
-          await client.query(`INSERT INTO ${quoted}.migrations (version, name) VALUES ($1, $2)`, [
-            migration.version,
-            migration.name,
-          ]);
-          await client.query('COMMIT');
-        } catch (err) {
-          await client.query('ROLLBACK');
-          throw new SchemaNotMigratedError(
-            `Migration ${migration.version} (${migration.name}) of schema ${quoted} failed: ${(err as Error).message}`,
-            { cause: err },
-          );
-        }
+      for (const migration of this.migrations) {
+        if (migration.version <= current || migration.version > upTo) continue;
+        if (migration.transactional === false) await this.applyOnline(client, migration);
+        else await this.applyInTransaction(client, migration);
         applied++;
         this.logger.log(`Applied migration ${migration.version}: ${migration.name}`);
       }
       return applied;
     } finally {
+      // Ending the session releases the advisory lock.
       await client.end().catch(() => undefined);
     }
   }
 
   /** With `migrate: false`: fail the boot now rather than on the first job. */
   async assertCurrent(): Promise<void> {
-    const { quoted } = this.db.schema;
-    const version = await this.currentVersion(this.db.pool).catch(() => 0);
+    const { quoted, name } = this.db.schema;
+    const version = await this.currentVersion(this.db.pool).catch((err: unknown) => {
+      // Only a schema or table that does not exist means "never migrated". A connection that is
+      // refused or dropped says nothing about the schema, and must not read as version 0.
+      if (MISSING_SCHEMA_CODES.has((err as { code?: string }).code ?? '')) return 0;
+      if (isConnectionError(err)) {
+        throw new DatabaseUnreachableError(`checking the version of schema "${name}"`, err);
+      }
+      throw err;
+    });
     if (version < LATEST_SCHEMA_VERSION) {
       throw new SchemaNotMigratedError(
         `Schema ${quoted} is at version ${version}, this library needs ${LATEST_SCHEMA_VERSION}, and "migrate" is false. ` +
@@ -69,12 +100,100 @@ export class SchemaMigrator {
     }
   }
 
+  /**
+   * Waits for the schema's migration lock at most `lockTimeout`, by trying it again and again
+   * rather than queueing on it: a session blocked in `pg_advisory_lock` holds a snapshot for as
+   * long as it waits, and a concurrent index build of the holder waits for every older snapshot of
+   * the database, so the two would deadlock. Each try is an instant statement.
+   */
+  private async lock(client: pg.Client): Promise<void> {
+    const key = `nestjs-pg-jobs:migrate:${this.db.schema.name}`;
+    const deadline = Date.now() + this.lockTimeout * 1000;
+    for (let pause = LOCK_RETRY_FIRST_MS; ; pause = Math.min(pause * 2, LOCK_RETRY_MAX_MS)) {
+      const { rows } = await client.query<{ locked: boolean }>(this.sql.tryLock, [key]);
+      if (rows[0].locked) return;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        const holders = await client
+          .query<{ holder: string }>(this.sql.lockHolders, [key])
+          .then((result) => result.rows.map((row) => row.holder))
+          .catch(() => []);
+        throw new MigrationLockTimeoutError(this.db.schema.name, this.lockTimeout, holders);
+      }
+      await sleep(Math.min(pause, left));
+    }
+  }
+
+  private async applyInTransaction(
+    client: pg.Client,
+    migration: TransactionalMigration,
+  ): Promise<void> {
+    await client.query('BEGIN');
+    try {
+      await client.query(migration.sql(this.db.schema));
+      await client.query(this.sql.recordVersion, [migration.version, migration.name]);
+      await client.query('COMMIT');
+    } catch (err) {
+      // A connection that dropped mid-migration fails the ROLLBACK too ("not queryable"): the
+      // migration's own error is the one that says what happened, so the ROLLBACK's never hides it.
+      // The server rolls back a transaction whose session ended.
+      const rollbackError = await client.query('ROLLBACK').then(
+        () => undefined,
+        (rollbackErr: Error) => rollbackErr,
+      );
+      throw this.failed(migration, err, rollbackError);
+    }
+  }
+
+  private async applyOnline(client: pg.Client, migration: OnlineMigration): Promise<void> {
+    try {
+      for (const statement of migration.statements(this.db.schema)) {
+        if (statement.index) await this.dropIfInvalid(client, statement.index);
+        await client.query(statement.sql);
+      }
+      await client.query(this.sql.recordVersion, [migration.version, migration.name]);
+    } catch (err) {
+      throw this.failed(migration, err);
+    }
+  }
+
+  /**
+   * A CONCURRENTLY build that failed (cancelled, a deadlock, a duplicate for a unique index, the
+   * connection lost) leaves its index behind, INVALID: never used by queries, yet maintained by
+   * every write, and skipped by `IF NOT EXISTS`. Dropped here so that the retry builds it.
+   */
+  private async dropIfInvalid(client: pg.Client, index: string): Promise<void> {
+    const { rows } = await client.query<{ invalid: boolean }>(this.sql.indexIsInvalid, [
+      this.db.schema.name,
+      index,
+    ]);
+    if (!rows[0]?.invalid) return;
+    this.logger.warn(`Dropping the invalid index ${index} a failed build left, to build it again.`);
+    await client.query(this.sql.dropIndexConcurrently(index));
+  }
+
+  private failed(
+    migration: Migration,
+    err: unknown,
+    rollbackError?: Error,
+  ): SchemaNotMigratedError {
+    if (rollbackError) {
+      this.logger.warn(
+        `ROLLBACK after the failure of migration ${migration.version} failed too: ${rollbackError.message}`,
+      );
+    }
+    return new SchemaNotMigratedError(
+      `Migration ${migration.version} (${migration.name}) of schema ${this.db.schema.quoted} failed: ${(err as Error)?.message ?? String(err)}` +
+        (rollbackError ? ` (the ROLLBACK failed too: ${rollbackError.message})` : '') +
+        '. Fix the cause and boot again: the migrations that did not complete run again.',
+      { cause: err },
+    );
+  }
+
   private async currentVersion(executor: {
     query: (text: string) => Promise<{ rows: { version: number | null }[] }>;
   }): Promise<number> {
-    const { rows } = await executor.query(
-      `SELECT max(version) AS version FROM ${this.db.schema.quoted}.migrations`,
-    );
+    const { rows } = await executor.query(this.sql.currentVersion);
     return rows[0]?.version ?? 0;
   }
 }

@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+import { toSchemaName } from '../database/schema-name.js';
+import { MIGRATIONS } from './migrations.js';
+import type { Migration } from './migrations.js';
+
+const schema = toSchemaName('jobs');
+const text = (migration: Migration) =>
+  migration.transactional === false
+    ? JSON.stringify(migration.statements(schema))
+    : migration.sql(schema);
+const squash = (sql: string) => sql.replace(/\s+/g, ' ').trim();
+
+/** Tables that can be large on a live fleet: their indexes are built without blocking writes. */
+const LARGE_TABLES = /(jobs|"jobHistory"|"jobScheduleSlot")/;
+
+describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
+  it('are numbered 1, 2, 3, ... without gaps', () => {
+    expect(MIGRATIONS.map((m) => m.version)).toEqual(MIGRATIONS.map((_, i) => i + 1));
+  });
+
+  it('never change once released: a database that applied one never runs it again', () => {
+    // Append a migration instead of editing one; add its fingerprint here when it ships.
+    const released: Record<number, string> = {
+      1: '8389a5d406f2',
+      2: 'c41747ff0d62',
+      3: 'dd362c81716a',
+      4: '116bec954c19',
+      5: '32f5bd123c4b',
+    };
+    const fingerprints = Object.fromEntries(
+      MIGRATIONS.map((m) => [
+        m.version,
+        createHash('sha256').update(text(m)).digest('hex').slice(0, 12),
+      ]),
+    );
+    expect(fingerprints).toEqual(released);
+  });
+
+  it('after version 4, build an index of a large table only CONCURRENTLY, outside a transaction', () => {
+    for (const migration of MIGRATIONS.filter((m) => m.version > 4)) {
+      if (migration.transactional !== false) {
+        expect(squash(migration.sql(schema))).not.toMatch(
+          new RegExp(`CREATE (UNIQUE )?INDEX [^;]* ON [^ ]*\\.${LARGE_TABLES.source}`),
+        );
+        continue;
+      }
+      for (const statement of migration.statements(schema)) {
+        const sql = squash(statement.sql);
+        if (/^CREATE (UNIQUE )?INDEX/.test(sql)) {
+          // One index per statement, idempotent, and named so that an invalid leftover is repaired.
+          expect(sql).toMatch(/^CREATE (UNIQUE )?INDEX CONCURRENTLY IF NOT EXISTS (\S+) ON /);
+          expect(sql.match(/IF NOT EXISTS (\S+) ON/)?.[1]).toBe(statement.index);
+          expect(sql).not.toContain(';');
+        } else {
+          expect(sql).toMatch(/^DROP INDEX CONCURRENTLY IF EXISTS [^;]+$/);
+        }
+      }
+    }
+  });
+});
