@@ -89,7 +89,7 @@ export class CronPlannerService {
    * `InvalidTimeZoneError`, `InvalidPayloadError`, `UnknownTaskError`) before writing anything.
    */
   async setSchedule(schedule: CronScheduleOptions): Promise<void> {
-    const validated = validateSchedule(schedule, 'dynamic');
+    const validated = validateSchedule(schedule, 'dynamic', this.options.missedSlotGrace);
     this.assertKnownTask(validated);
     await this.write(validated);
     await this.addScheduled();
@@ -112,9 +112,16 @@ export class CronPlannerService {
   /** @internal Validates the static schedules once the handlers are discovered: a bad one fails the boot. */
   prepare(): void {
     const fromTasks = this.registry.names.flatMap((name) => {
-      const { cron, timezone, payload, missedSlots } = this.registry.get(name)!.options;
+      const { cron, timezone, payload, missedSlots, missedSlotGrace } =
+        this.registry.get(name)!.options;
       if (cron === undefined) return [];
-      return [validateSchedule({ task: name, cron, timezone, payload, missedSlots }, 'static')];
+      return [
+        validateSchedule(
+          { task: name, cron, timezone, payload, missedSlots, missedSlotGrace },
+          'static',
+          this.options.missedSlotGrace,
+        ),
+      ];
     });
     const schedules = [...this.options.schedules, ...fromTasks];
     const seen = new Set<string>();
@@ -261,6 +268,7 @@ export class CronPlannerService {
         schedule.payload,
         schedule.missedSlots,
         schedule.source,
+        schedule.missedSlotGrace,
       ]);
       if (rows[0].changed) await client.query(this.sql.removeUnstartedPlannedJobs, [schedule.name]);
     });

@@ -113,4 +113,11 @@ export interface JobsModuleOptions {
    * (see `missedSlots`).
    */
   maxPlannedSlots?: number;
+  /**
+   * Seconds after its slot a cron job may still start, for schedules that set none of their own.
+   * A slot whose job has not started by then is missed, whatever kept it waiting (every instance
+   * down, or a queue too busy to reach it): `missedSlots` decides whether it is skipped (recorded
+   * in history as `skipped`) or, for the latest one, run anyway. Default 60.
+   */
+  missedSlotGrace?: number;
 }

@@ -108,3 +108,26 @@ describe('history retention options', () => {
     expect(() => resolveJobsOptions({ connection: 'x', ...(options as object) })).toThrow(message);
   });
 });
+
+describe('missedSlotGrace', () => {
+  it('defaults to 60 s, and is the grace of every schedule that sets none of its own', () => {
+    expect(defaults.DEFAULT_MISSED_SLOT_GRACE).toBe(60);
+    const resolved = resolveJobsOptions({
+      connection: 'x',
+      missedSlotGrace: 5,
+      schedules: [
+        { task: 'a', cron: '* * * * *' },
+        { task: 'b', cron: '* * * * *', missedSlotGrace: 2 },
+      ],
+    });
+    expect(resolved.missedSlotGrace).toBe(5);
+    expect(resolved.schedules.map((schedule) => schedule.missedSlotGrace)).toEqual([5, 2]);
+    expect(resolveJobsOptions({ connection: 'x' }).missedSlotGrace).toBe(60);
+  });
+
+  it.each([0, -1, Number.NaN, '60'])('refuses missedSlotGrace %p, naming it', (value) => {
+    expect(() => resolveJobsOptions({ connection: 'x', missedSlotGrace: value as never })).toThrow(
+      'JobsModule option "missedSlotGrace" must be a positive number of seconds',
+    );
+  });
+});

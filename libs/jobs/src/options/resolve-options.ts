@@ -44,6 +44,7 @@ const KNOWN_OPTIONS = new Set<string>([
   'schedules',
   'scheduleHorizon',
   'maxPlannedSlots',
+  'missedSlotGrace',
 ]);
 
 /**
@@ -53,6 +54,11 @@ const KNOWN_OPTIONS = new Set<string>([
 export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOptions {
   assertOptionsObject(options, KNOWN_OPTIONS, InvalidJobsOptionError);
   const workers = resolveWorkers(options.workers);
+  const missedSlotGrace = seconds(
+    'missedSlotGrace',
+    options.missedSlotGrace,
+    defaults.DEFAULT_MISSED_SLOT_GRACE,
+  );
   return {
     ...resolveConnection(options),
     schema: toSchemaName(options.schema ?? defaults.DEFAULT_SCHEMA),
@@ -106,7 +112,7 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
     ),
     allowUnknownTasks: flag('allowUnknownTasks', options.allowUnknownTasks, false),
     runJobs: flag('runJobs', options.runJobs, true),
-    schedules: resolveSchedules(options.schedules),
+    schedules: resolveSchedules(options.schedules, missedSlotGrace),
     scheduleHorizon: seconds(
       'scheduleHorizon',
       options.scheduleHorizon,
@@ -117,6 +123,7 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
       options.maxPlannedSlots ?? defaults.DEFAULT_MAX_PLANNED_SLOTS,
       1,
     ),
+    missedSlotGrace,
   };
 }
 
@@ -180,11 +187,11 @@ function resolveLiveness(
 }
 
 /** Each schedule throws its own typed error (`InvalidCronExpressionError`, ...), naming the schedule. */
-function resolveSchedules(value: unknown): readonly ValidatedSchedule[] {
+function resolveSchedules(value: unknown, missedSlotGrace: number): readonly ValidatedSchedule[] {
   if (value === undefined) return [];
   if (!Array.isArray(value))
     throw new InvalidJobsOptionError('schedules', value, 'must be an array of schedules');
-  return value.map((schedule) => validateSchedule(schedule, 'static'));
+  return value.map((schedule) => validateSchedule(schedule, 'static', missedSlotGrace));
 }
 
 function resolveWorkers(value: unknown): number {

@@ -37,6 +37,7 @@ export interface ResolvedJobsOptions {
   readonly schedules: readonly ValidatedSchedule[];
   readonly scheduleHorizon: number;
   readonly maxPlannedSlots: number;
+  readonly missedSlotGrace: number;
 }
 
 /** Injection token of the `ResolvedJobsOptions`. */

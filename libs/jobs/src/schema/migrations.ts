@@ -138,6 +138,24 @@ export const MIGRATIONS: readonly Migration[] = [
       DROP INDEX ${s}.job_history_completed_at;
     `,
   },
+  {
+    // 6, not 5: 5 is taken by a change developed alongside this one.
+    version: 6,
+    name: 'missed cron slots: a grace per schedule, a start deadline per job, the skipped state',
+    sql: ({ quoted: s }) => `
+      -- Existing schedules get the library's default grace (DEFAULT_MISSED_SLOT_GRACE).
+      ALTER TABLE ${s}."jobSchedule"
+        ADD COLUMN "missedSlotGrace" double precision NOT NULL DEFAULT 60 CHECK ("missedSlotGrace" > 0);
+      -- A planned cron job's slot plus its schedule's grace: a claim after it records the job
+      -- skipped instead of running it. NULL (every other job, and a cron job once it has started:
+      -- retries and requeues do not carry it) never expires. Nullable without a default, so adding
+      -- it rewrites nothing.
+      ALTER TABLE ${s}.jobs ADD COLUMN "startBy" timestamptz;
+      ALTER TABLE ${s}."jobHistory" DROP CONSTRAINT "jobHistory_state_check";
+      ALTER TABLE ${s}."jobHistory" ADD CONSTRAINT "jobHistory_state_check"
+        CHECK (state IN ('active', 'completed', 'failed', 'interrupted', 'cancelled', 'skipped'));
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */
