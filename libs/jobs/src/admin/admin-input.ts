@@ -16,6 +16,7 @@ export const JOB_STATES: readonly JobState[] = [
   'failed',
   'interrupted',
   'cancelled',
+  'skipped',
 ];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TASK_NAME = /^[A-Za-z0-9_.:-]{1,200}$/;

@@ -92,7 +92,8 @@ export function adminSql({ quoted: s }: SchemaName) {
                count(*) FILTER (WHERE h.state = 'completed')::int AS completed,
                count(*) FILTER (WHERE h.state = 'failed' AND q.id IS NULL)::int AS failed,
                count(*) FILTER (WHERE h.state = 'interrupted' AND q.id IS NULL)::int AS interrupted,
-               count(*) FILTER (WHERE h.state = 'cancelled')::int AS cancelled
+               count(*) FILTER (WHERE h.state = 'cancelled')::int AS cancelled,
+               count(*) FILTER (WHERE h.state = 'skipped')::int AS skipped
         FROM ${s}."jobHistory" h LEFT JOIN ${s}.jobs q ON q.id = h.id
         GROUP BY h.task
       )
@@ -100,7 +101,8 @@ export function adminSql({ quoted: s }: SchemaName) {
              COALESCE(q.pending, 0) AS pending, COALESCE(q.due, 0) AS due,
              COALESCE(r.active, 0) AS active, COALESCE(r.completed, 0) AS completed,
              COALESCE(r.failed, 0) AS failed, COALESCE(r.interrupted, 0) AS interrupted,
-             COALESCE(r.cancelled, 0) AS cancelled, q."oldestPendingAgeSeconds"
+             COALESCE(r.cancelled, 0) AS cancelled, COALESCE(r.skipped, 0) AS skipped,
+             q."oldestPendingAgeSeconds"
       FROM queued q FULL JOIN recorded r ON r.task = q.task
       ORDER BY 1`,
 

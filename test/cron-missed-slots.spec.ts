@@ -1,0 +1,201 @@
+import { Injectable } from '@nestjs/common';
+import { CronPlannerService, JobTask } from 'nestjs-pg-jobs';
+import type {
+  CronScheduleOptions,
+  JobContext,
+  JobTaskHandler,
+  JobsModuleOptions,
+} from 'nestjs-pg-jobs';
+import { startJobsApp, waitFor } from './support/jobs-app.js';
+import { useTestDatabase } from './support/test-database.js';
+
+const db = useTestDatabase('jobs_cron_missed');
+
+/** Records every run it is given: what actually ran, whatever history says. */
+@JobTask('tick')
+@Injectable()
+class TickTask implements JobTaskHandler {
+  async run(_payload: unknown, ctx: JobContext) {
+    await db.query('INSERT INTO ran ("jobId") VALUES ($1)', [ctx.id]);
+  }
+}
+
+const GRACE = 1;
+/** Long enough to cover the downtime: the first instance leaves the slots of the next 30 s planned. */
+const PLANNED_AHEAD = 30;
+const DOWNTIME_MS = 5_000;
+
+const dbNow = async () => (await db.query<{ now: Date }>('SELECT now()'))[0].now;
+
+interface SlotOutcome {
+  slot: Date;
+  state: string | null;
+  startedAt: Date | null;
+  ran: number;
+}
+
+/** Every planned slot of `schedule`, with its job's history state and how often the handler ran it. */
+function outcomes(schedule: string): Promise<SlotOutcome[]> {
+  return db.query<SlotOutcome>(
+    `SELECT p.slot, h.state, h."startedAt",
+            (SELECT count(*)::int FROM ran r WHERE r."jobId" = p."jobId") AS ran
+     FROM jobs."jobScheduleSlot" p LEFT JOIN jobs."jobHistory" h ON h.id = p."jobId"
+     WHERE p.schedule = $1 ORDER BY p.slot`,
+    [schedule],
+  );
+}
+
+/** Ran, and started more than the grace after its slot. */
+const late = (row: SlotOutcome) =>
+  row.ran > 0 && row.startedAt!.getTime() > row.slot.getTime() + GRACE * 1000;
+
+/**
+ * One instance runs an every-second schedule, every instance goes down for `DOWNTIME_MS` with the
+ * next `PLANNED_AHEAD` slots planned, then one instance boots. Returns the database's time at the
+ * restart and every slot's outcome once slots after the restart have run.
+ */
+async function downAndUp(schedule: CronScheduleOptions) {
+  await db.query('TRUNCATE ran');
+  const options: Partial<JobsModuleOptions> = {
+    schedules: [schedule],
+    pollingCheck: 0.2,
+    scheduledCheck: 1,
+    maxPlannedSlots: PLANNED_AHEAD,
+    // The first claim after the restart takes every due slot at once (one transaction, one now()).
+    concurrency: 10,
+  };
+  const ranCount = async () =>
+    (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM ran'))[0].n;
+  const first = await startJobsApp(db.url, { tasks: [TickTask], options });
+  await waitFor('the schedule to run', async () => (await ranCount()) >= 2, 20_000, 100);
+  await first.close();
+  const downAt = await dbNow();
+  // The downtime is the scenario: nothing is waited for here but time passing.
+  await new Promise((resolve) => setTimeout(resolve, DOWNTIME_MS));
+
+  const restartAt = await dbNow();
+  const second = await startJobsApp(db.url, { tasks: [TickTask], options });
+  await waitFor(
+    'three slots after the restart to run',
+    async () =>
+      (await outcomes(schedule.name!)).filter(
+        (row) => row.ran > 0 && row.slot.getTime() > restartAt.getTime(),
+      ).length >= 3,
+    20_000,
+    100,
+  );
+  await second.close();
+  const rows = await outcomes(schedule.name!);
+  // Slots that fell due while every instance was down, already past their grace at the restart.
+  const missed = rows.filter(
+    (row) =>
+      row.slot.getTime() > downAt.getTime() &&
+      row.slot.getTime() < restartAt.getTime() - GRACE * 1000,
+  );
+  return { restartAt, rows, missed };
+}
+
+beforeAll(async () => {
+  await db.query(
+    'CREATE TABLE ran ("jobId" uuid NOT NULL, "ranAt" timestamptz NOT NULL DEFAULT now())',
+  );
+});
+
+it("with missedSlots: 'skip', runs no planned slot more than missedSlotGrace after its time once every instance was down, and records those slots skipped", async () => {
+  const { rows, missed } = await downAndUp({
+    name: 'skipper',
+    task: 'tick',
+    cron: '* * * * * *',
+    missedSlotGrace: GRACE,
+  });
+
+  // Nothing ran late: not the downtime's slots, nor any other (the claim's check is exact).
+  expect(rows.filter(late)).toEqual([]);
+  expect(missed.length).toBeGreaterThanOrEqual(3);
+  expect(missed.filter((row) => row.ran > 0)).toEqual([]);
+  expect(missed.map((row) => row.state)).toEqual(missed.map(() => 'skipped'));
+  expect(rows.filter((row) => row.ran > 1)).toEqual([]);
+}, 60_000);
+
+it("with missedSlots: 'runOnce', runs exactly one of the slots missed while every instance was down, the latest, and skips the older ones", async () => {
+  const { restartAt, rows, missed } = await downAndUp({
+    name: 'catcher',
+    task: 'tick',
+    cron: '* * * * * *',
+    missedSlots: 'runOnce',
+    missedSlotGrace: GRACE,
+  });
+
+  const catchUps = rows.filter(late).filter((row) => row.slot.getTime() <= restartAt.getTime());
+  expect(catchUps).toHaveLength(1);
+  expect(catchUps[0].state).toBe('completed');
+  const older = rows.filter((row) => row.slot.getTime() < catchUps[0].slot.getTime());
+  const skipped = missed.filter((row) => row.slot.getTime() < catchUps[0].slot.getTime());
+  expect(skipped.length).toBeGreaterThanOrEqual(2);
+  expect(skipped.map((row) => [row.state, row.ran])).toEqual(skipped.map(() => ['skipped', 0]));
+  // Before the downtime everything ran on time: the catch-up is the only late run among them.
+  expect(older.filter(late)).toEqual([]);
+  expect(rows.filter((row) => row.ran > 1)).toEqual([]);
+}, 60_000);
+
+it('skips a planned job queued past its grace even on an instance that did not plan it (a busy queue is missing its slots too)', async () => {
+  // Plans only; its jobs are then made late in SQL, as a backlog would leave them.
+  const planning = await startJobsApp(db.url, {
+    options: { allowUnknownTasks: true, runJobs: false, scheduledCheck: 3600, maxPlannedSlots: 3 },
+  });
+  const planner = planning.module.get(CronPlannerService);
+  await planner.setSchedule({ name: 'hourly', task: 'tick', cron: '7 * * * *' });
+  await planner.setSchedule({
+    name: 'hourlyOnce',
+    task: 'tick',
+    cron: '8 * * * *',
+    missedSlots: 'runOnce',
+  });
+  await planning.close();
+  // Three slots each, the latest of them two minutes ago: all past the default 60 s grace.
+  await db.query(
+    `WITH shifted AS (
+       SELECT p.schedule, p.slot, p."jobId",
+              now() - (row_number() OVER (PARTITION BY p.schedule ORDER BY p.slot DESC) + 1)
+                      * interval '1 minute' AS slot2
+       FROM jobs."jobScheduleSlot" p
+     ), slots AS (
+       UPDATE jobs."jobScheduleSlot" p SET slot = s.slot2 FROM shifted s
+       WHERE p.schedule = s.schedule AND p.slot = s.slot RETURNING p."jobId", p.slot
+     )
+     UPDATE jobs.jobs j SET "waitUntil" = s.slot, "startBy" = s.slot + interval '60 seconds'
+     FROM slots s WHERE j.id = s."jobId"`,
+  );
+  // The runner boots, plans (nothing: the marks are ahead), and claims.
+  const runner = await startJobsApp(db.url, {
+    tasks: [TickTask],
+    options: { pollingCheck: 0.2, scheduledCheck: 3600, maxPlannedSlots: 3 },
+  });
+  const past = async (schedule: string) =>
+    (await outcomes(schedule)).filter((row) => row.slot.getTime() < Date.now());
+  await waitFor(
+    'the late jobs to be claimed',
+    async () =>
+      (
+        await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM jobs.jobs WHERE "waitUntil" <= now()`,
+        )
+      )[0].n === 0 && (await past('hourly')).every((row) => row.state !== null),
+    20_000,
+    100,
+  );
+  await runner.close();
+
+  const hourly = await past('hourly');
+  expect(hourly.map((row) => [row.state, row.ran])).toEqual([
+    ['skipped', 0],
+    ['skipped', 0],
+    ['skipped', 0],
+  ]);
+  const hourlyOnce = await past('hourlyOnce');
+  expect(hourlyOnce.map((row) => [row.state, row.ran])).toEqual([
+    ['skipped', 0],
+    ['skipped', 0],
+    ['completed', 1],
+  ]);
+}, 60_000);
