@@ -28,6 +28,7 @@ const DOWNTIME_MS = 5_000;
 const dbNow = async () => (await db.query<{ now: Date }>('SELECT now()'))[0].now;
 
 interface SlotOutcome {
+  jobId: string;
   slot: Date;
   state: string | null;
   startedAt: Date | null;
@@ -37,7 +38,7 @@ interface SlotOutcome {
 /** Every planned slot of `schedule`, with its job's history state and how often the handler ran it. */
 function outcomes(schedule: string): Promise<SlotOutcome[]> {
   return db.query<SlotOutcome>(
-    `SELECT p.slot, h.state, h."startedAt",
+    `SELECT p."jobId", p.slot, h.state, h."startedAt",
             (SELECT count(*)::int FROM ran r WHERE r."jobId" = p."jobId") AS ran
      FROM jobs."jobScheduleSlot" p LEFT JOIN jobs."jobHistory" h ON h.id = p."jobId"
      WHERE p.schedule = $1 ORDER BY p.slot`,
@@ -184,6 +185,15 @@ it('skips a planned job queued past its grace even on an instance that did not p
     20_000,
     100,
   );
+  const [first] = await past('hourly');
+  // What getJob says of a skipped slot: it ended without an attempt, and why.
+  expect(await runner.queue.getJob(first.jobId)).toMatchObject({
+    state: 'skipped',
+    attempt: 0,
+    startedAt: null,
+    completedAt: expect.any(Date),
+    lastErrorMessage: expect.stringContaining('Missed its cron slot'),
+  });
   await runner.close();
 
   const hourly = await past('hourly');
