@@ -1,5 +1,5 @@
-import { Injectable } from '@nestjs/common';
-import { CronPlannerService, JobTask } from 'nestjs-pg-jobs';
+import { Inject, Injectable } from '@nestjs/common';
+import { CronPlannerService, JobEventsService, JobTask } from 'nestjs-pg-jobs';
 import type {
   CronScheduleOptions,
   JobContext,
@@ -17,6 +17,15 @@ const db = useTestDatabase('jobs_cron_missed');
 class TickTask implements JobTaskHandler {
   async run(_payload: unknown, ctx: JobContext) {
     await db.query('INSERT INTO ran ("jobId") VALUES ($1)', [ctx.id]);
+  }
+}
+
+/** Subscribed before the app bootstraps, so it hears the boot's first claim. */
+const skippedEvents: string[] = [];
+@Injectable()
+class SkipWatcher {
+  constructor(@Inject(JobEventsService) events: JobEventsService) {
+    events.on('skipped').subscribe((event) => skippedEvents.push(event.id));
   }
 }
 
@@ -170,6 +179,7 @@ it('skips a planned job queued past its grace even on an instance that did not p
   // The runner boots, plans (nothing: the marks are ahead), and claims.
   const runner = await startJobsApp(db.url, {
     tasks: [TickTask],
+    providers: [SkipWatcher],
     options: { pollingCheck: 0.2, scheduledCheck: 3600, maxPlannedSlots: 3 },
   });
   const past = async (schedule: string) =>
@@ -208,4 +218,11 @@ it('skips a planned job queued past its grace even on an instance that did not p
     ['skipped', 0],
     ['completed', 1],
   ]);
+  // The runner told its listeners (and its metrics) of each job its claim skipped.
+  expect([...skippedEvents].sort()).toEqual(
+    [...hourly, ...hourlyOnce]
+      .filter((row) => row.state === 'skipped')
+      .map((row) => row.jobId)
+      .sort(),
+  );
 }, 60_000);
