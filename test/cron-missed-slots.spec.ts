@@ -226,3 +226,38 @@ it('skips a planned job queued past its grace even on an instance that did not p
       .sort(),
   );
 }, 60_000);
+
+it("runs the catch-up of a runOnce schedule whose latest missed slot is older than the slot rows' retention (a daily job, hours down)", async () => {
+  const planning = await startJobsApp(db.url, {
+    options: { allowUnknownTasks: true, runJobs: false, scheduledCheck: 3600 },
+  });
+  await planning.module
+    .get(CronPlannerService)
+    .setSchedule({ name: 'dailyOnce', task: 'tick', cron: '0 4 * * *', missedSlots: 'runOnce' });
+  await planning.close();
+  // Its one planned slot, three hours ago: every instance was down since before it.
+  await db.query(
+    `WITH slots AS (
+       UPDATE jobs."jobScheduleSlot" SET slot = now() - interval '3 hours'
+       WHERE schedule = 'dailyOnce' RETURNING "jobId", slot
+     )
+     UPDATE jobs.jobs j SET "waitUntil" = s.slot, "startBy" = s.slot + interval '60 seconds'
+     FROM slots s WHERE j.id = s."jobId"`,
+  );
+  // Its boot round prunes slot rows older than an hour before the runner claims.
+  const runner = await startJobsApp(db.url, {
+    tasks: [TickTask],
+    options: { pollingCheck: 0.2, scheduledCheck: 3600 },
+  });
+  const [missed] = await waitFor(
+    'the missed slot to be claimed',
+    async () => {
+      const rows = (await outcomes('dailyOnce')).filter((row) => row.slot.getTime() < Date.now());
+      return rows.length === 1 && rows[0].state !== null && rows[0].state !== 'active' && rows;
+    },
+    20_000,
+    100,
+  );
+  await runner.close();
+  expect([missed.state, missed.ran]).toEqual(['completed', 1]);
+}, 60_000);

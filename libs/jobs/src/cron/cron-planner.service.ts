@@ -17,8 +17,9 @@ import { validateSchedule } from './validate-schedule.js';
 import type { ValidatedSchedule } from './validate-schedule.js';
 
 /**
- * How long a slot row outlives its slot. Planners only expand slots after the database's now
- * (read at the start of their round), so an hour is far more than any round can lag.
+ * How long a slot row outlives its slot (and its job's claim). Planners only expand slots after
+ * the database's now (read at the start of their round), so an hour is far more than any round
+ * can lag.
  */
 const SLOT_RETENTION_SECONDS = 3600;
 

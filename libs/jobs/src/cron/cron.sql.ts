@@ -151,10 +151,15 @@ export function cronSql({ quoted: s }: SchemaName) {
       WHERE source = 'static' AND task = ANY($1::text[]) AND NOT (name = ANY($2::text[]))`,
 
     /**
-     * Slot rows only matter while a planner could still expand their slot: planners start after
-     * the database's now, so a slot far enough in the past is never a candidate again. $1 seconds
+     * Slot rows matter while a planner could still expand their slot (planners start after the
+     * database's now, so a slot far enough in the past is never a candidate again), and while their
+     * job is queued: the claim reads them to tell a `runOnce` schedule's latest missed slot, which
+     * after a long downtime can be older than $1. $1 seconds
      */
-    pruneSlots: `DELETE FROM ${s}."jobScheduleSlot" WHERE slot < now() - make_interval(secs => $1)`,
+    pruneSlots: `
+      DELETE FROM ${s}."jobScheduleSlot" p
+      WHERE p.slot < now() - make_interval(secs => $1)
+        AND NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = p."jobId")`,
   };
 }
 

@@ -68,9 +68,10 @@ export function runnerSql({ quoted: s }: SchemaName) {
         ))
         RETURNING *
       ), judged AS (
-        -- Scalar subqueries with LIMIT, not EXISTS: PostgreSQL may turn an EXISTS into a hashed
-        -- subplan over every slot row, built once per claim (measured: half a second for 5000
-        -- slots); a scalar subquery stays a per-row look-up on the indexes.
+        -- Scalar subqueries with LIMIT, not EXISTS: PostgreSQL may plan an EXISTS here as one
+        -- hashed anti-join over every slot row of every schedule, built by each claim that has a
+        -- missed job; a scalar subquery stays a per-row look-up on the slot indexes (asserted in
+        -- test/claim-plan.spec.ts).
         SELECT c.*, CASE
           WHEN c."startBy" IS NULL OR c."startBy" >= now() THEN false
           -- No slot row (pruned, or a job inserted by hand) cannot be the latest: skipped.
