@@ -217,7 +217,8 @@ describe('schedules changed at run time', () => {
       timezone: 'UTC',
       payload: { a: 1 },
       missedSlots: 'skip',
-      missedSlotGrace: 60,
+      // The module's default: twice planningOnly's pollingCheck, being longer than 60 s.
+      missedSlotGrace: 7200,
       source: 'dynamic',
     });
     expect(info.plannedUntil).toBeInstanceOf(Date);

@@ -92,6 +92,7 @@ export class CronPlannerService {
   async setSchedule(schedule: CronScheduleOptions): Promise<void> {
     const validated = validateSchedule(schedule, 'dynamic', this.options.missedSlotGrace);
     this.assertKnownTask(validated);
+    this.warnIfGraceWithinPolling(validated);
     await this.write(validated);
     await this.addScheduled();
   }
@@ -137,6 +138,7 @@ export class CronPlannerService {
       }
       seen.add(schedule.name);
       this.assertKnownTask(schedule);
+      this.warnIfGraceWithinPolling(schedule);
     }
     this.staticSchedules = schedules;
   }
@@ -247,6 +249,19 @@ export class CronPlannerService {
     if (!plannedUntil || plannedUntil.getTime() >= now.getTime()) return null;
     const latest = latestSlotAtOrBefore(schedule, now);
     return latest && latest.getTime() > plannedUntil.getTime() ? latest : null;
+  }
+
+  /**
+   * A warning, not an error: which instances claim a schedule's jobs, and how often they poll, is
+   * not this instance's to know. The module's own grace is checked against `pollingCheck` at boot.
+   */
+  private warnIfGraceWithinPolling(schedule: ValidatedSchedule): void {
+    if (!this.options.runJobs || schedule.missedSlotGrace > this.options.pollingCheck) return;
+    this.logger.warn(
+      `Schedule "${schedule.name}" has missedSlotGrace ${schedule.missedSlotGrace}s, not longer than this ` +
+        `instance's pollingCheck (${this.options.pollingCheck}s): a slot that falls due just after a poll ` +
+        'waits for the next one and is skipped as missed.',
+    );
   }
 
   private assertKnownTask(schedule: ValidatedSchedule): void {

@@ -54,11 +54,12 @@ const KNOWN_OPTIONS = new Set<string>([
 export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOptions {
   assertOptionsObject(options, KNOWN_OPTIONS, InvalidJobsOptionError);
   const workers = resolveWorkers(options.workers);
-  const missedSlotGrace = seconds(
-    'missedSlotGrace',
-    options.missedSlotGrace,
-    defaults.DEFAULT_MISSED_SLOT_GRACE,
+  const pollingCheck = seconds(
+    'pollingCheck',
+    options.pollingCheck,
+    defaults.DEFAULT_POLLING_CHECK,
   );
+  const missedSlotGrace = resolveMissedSlotGrace(options.missedSlotGrace, pollingCheck);
   return {
     ...resolveConnection(options),
     schema: toSchemaName(options.schema ?? defaults.DEFAULT_SCHEMA),
@@ -68,7 +69,7 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
     workers,
     ...resolveWorkerPool(options),
     concurrency: integer('concurrency', options.concurrency ?? workers, 1),
-    pollingCheck: seconds('pollingCheck', options.pollingCheck, defaults.DEFAULT_POLLING_CHECK),
+    pollingCheck,
     scheduledCheck: seconds(
       'scheduledCheck',
       options.scheduledCheck,
@@ -184,6 +185,24 @@ function resolveLiveness(
     );
   }
   return { heartbeatInterval, instanceTimeout };
+}
+
+/**
+ * A due cron job that no notification announces (planned jobs become due by the clock, not by an
+ * insert) is claimed on the next poll: with a grace shorter than `pollingCheck`, an idle cluster
+ * would skip slots. So the default grows with `pollingCheck`, and a given grace must exceed it.
+ */
+function resolveMissedSlotGrace(value: unknown, pollingCheck: number): number {
+  if (value === undefined) return Math.max(defaults.DEFAULT_MISSED_SLOT_GRACE, 2 * pollingCheck);
+  const grace = seconds('missedSlotGrace', value, defaults.DEFAULT_MISSED_SLOT_GRACE);
+  if (grace <= pollingCheck) {
+    throw new InvalidJobsOptionError(
+      'missedSlotGrace',
+      grace,
+      `must be longer than pollingCheck (${pollingCheck}s): a cron job that falls due just after a poll waits for the next one, and would be skipped as missed`,
+    );
+  }
+  return grace;
 }
 
 /** Each schedule throws its own typed error (`InvalidCronExpressionError`, ...), naming the schedule. */
