@@ -6,6 +6,8 @@ import type {
   JobTaskHandler,
   JobsModuleOptions,
 } from 'nestjs-pg-jobs';
+import { toSchemaName } from '../libs/jobs/src/database/schema-name.js';
+import { MIGRATIONS } from '../libs/jobs/src/schema/migrations.js';
 import { startJobsApp, waitFor } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
 
@@ -261,3 +263,40 @@ it("runs the catch-up of a runOnce schedule whose latest missed slot is older th
   await runner.close();
   expect([missed.state, missed.ran]).toEqual(['completed', 1]);
 }, 60_000);
+
+it('gives the cron jobs queued before the upgrade their deadline, but not those that already started', async () => {
+  const schema = toSchemaName('upgraded');
+  await db.query(`CREATE SCHEMA ${schema.quoted}`);
+  for (const migration of MIGRATIONS.filter((m) => m.version <= 4)) {
+    await db.query(migration.sql(schema));
+  }
+  const s = schema.quoted;
+  await db.query(
+    `INSERT INTO ${s}."jobSchedule" (name, task, cron) VALUES ('old', 'tick', '* * * * *');
+     INSERT INTO ${s}."jobScheduleSlot" (schedule, slot, "jobId") VALUES
+       ('old', '2026-01-01T00:00:00Z', '00000000-0000-4000-8000-000000000001'),
+       ('old', '2026-01-01T00:01:00Z', '00000000-0000-4000-8000-000000000002');
+     INSERT INTO ${s}.jobs (id, task, "waitUntil", "maxRetries", "isScheduled", retries) VALUES
+       ('00000000-0000-4000-8000-000000000001', 'tick', '2026-01-01T00:00:00Z', 5, true, 0),
+       ('00000000-0000-4000-8000-000000000002', 'tick', '2026-01-01T00:01:00Z', 5, true, 1),
+       ('00000000-0000-4000-8000-000000000003', 'tick', '2026-01-01T00:00:00Z', 5, false, 0);
+     -- The second slot's job failed once and waits for its retry.
+     INSERT INTO ${s}."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt")
+       VALUES ('00000000-0000-4000-8000-000000000002', 'tick', 'failed', 1, 5, now());`,
+  );
+
+  const [migration6] = MIGRATIONS.filter((m) => m.version === 6);
+  await db.query(migration6.sql(schema));
+
+  expect(await db.query(`SELECT id, "startBy" FROM ${s}.jobs ORDER BY id`)).toEqual([
+    { id: '00000000-0000-4000-8000-000000000001', startBy: new Date('2026-01-01T00:01:00Z') },
+    { id: '00000000-0000-4000-8000-000000000002', startBy: null },
+    { id: '00000000-0000-4000-8000-000000000003', startBy: null },
+  ]);
+  await expect(
+    db.query(
+      `INSERT INTO ${s}."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt")
+       VALUES (gen_random_uuid(), 'tick', 'skipped', 0, 5, now())`,
+    ),
+  ).resolves.toEqual([]);
+});

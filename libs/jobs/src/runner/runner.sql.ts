@@ -52,7 +52,8 @@ export function runnerSql({ quoted: s }: SchemaName) {
         -- = ANY(ARRAY(...)), not IN (...): the planner turns IN into a hash join over a sequential
         -- scan of the whole queue; the array is computed once. It holds the rows' ctids, not their
         -- ids: the delete then goes straight to each row instead of down the primary key. A ctid
-        -- is stable here: the rows are locked from the moment it is read, and nothing updates jobs.
+        -- is stable here: the rows are locked from the moment it is read, and nothing updates jobs
+        -- (but migration 6's one-off backfill: a claim racing it leaves that row for the next one).
         DELETE FROM ${s}.jobs
         WHERE ctid = ANY(ARRAY(
           SELECT ctid FROM ${s}.jobs

@@ -151,6 +151,12 @@ export const MIGRATIONS: readonly Migration[] = [
       -- retries and requeues do not carry it) never expires. Nullable without a default, so adding
       -- it rewrites nothing.
       ALTER TABLE ${s}.jobs ADD COLUMN "startBy" timestamptz;
+      -- The upgrade is itself a restart: the planned jobs already queued get their deadline too, so
+      -- the boot that applies this does not run them late. Only jobs never claimed (no history
+      -- row): a retried or requeued cron job has started and is never skipped.
+      UPDATE ${s}.jobs j SET "startBy" = p.slot + make_interval(secs => sc."missedSlotGrace")
+      FROM ${s}."jobScheduleSlot" p JOIN ${s}."jobSchedule" sc ON sc.name = p.schedule
+      WHERE p."jobId" = j.id AND NOT EXISTS (SELECT 1 FROM ${s}."jobHistory" h WHERE h.id = j.id);
       ALTER TABLE ${s}."jobHistory" DROP CONSTRAINT "jobHistory_state_check";
       ALTER TABLE ${s}."jobHistory" ADD CONSTRAINT "jobHistory_state_check"
         CHECK (state IN ('active', 'completed', 'failed', 'interrupted', 'cancelled', 'skipped'));
