@@ -49,3 +49,34 @@ it('claims by walking the claim-order index even when the queue was never analys
     all.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'),
   ).toEqual([]);
 });
+
+it('judges missed cron jobs row by row on the slot indexes, never by a pass over every slot', async () => {
+  // A runOnce schedule with a long past, each of its jobs past its startBy: the claim decides,
+  // for each one, whether a later slot is missed too.
+  await db.query(
+    `INSERT INTO jobs."jobSchedule" (name, task, cron, "missedSlots")
+     VALUES ('planCheck', 'record', '* * * * * *', 'runOnce')`,
+  );
+  await db.query(
+    `INSERT INTO jobs."jobScheduleSlot" (schedule, slot, "jobId")
+     SELECT 'planCheck', now() - g * interval '1 second', gen_random_uuid() FROM generate_series(1, 5000) g`,
+  );
+  await db.query(
+    `INSERT INTO jobs.jobs (id, task, "waitUntil", "startBy", "maxRetries", "isScheduled")
+     SELECT "jobId", 'record', slot, slot + interval '1 minute', 0, true
+     FROM jobs."jobScheduleSlot" WHERE schedule = 'planCheck'`,
+  );
+  await db.query('ANALYZE jobs."jobScheduleSlot"');
+
+  const { claim } = runnerSql(toSchemaName('jobs'));
+  const [{ 'QUERY PLAN': plan }] = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+    `EXPLAIN (FORMAT JSON) ${claim.text}`,
+    [50, 'planner-test', ['record']],
+  );
+  // An EXISTS here was planned as one hashed anti-join of all slots per claim (half a second).
+  expect(
+    nodes(plan[0].Plan).filter(
+      (node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobScheduleSlot',
+    ),
+  ).toEqual([]);
+});

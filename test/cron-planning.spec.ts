@@ -217,9 +217,34 @@ describe('schedules changed at run time', () => {
       timezone: 'UTC',
       payload: { a: 1 },
       missedSlots: 'skip',
+      // The module's default: twice planningOnly's pollingCheck, being longer than 60 s.
+      missedSlotGrace: 7200,
       source: 'dynamic',
     });
     expect(info.plannedUntil).toBeInstanceOf(Date);
+  });
+
+  it('give every planned job its slot plus the grace as deadline, and replan when only the grace changes', async () => {
+    const schedule = { name: 'graced', task: 'tick', cron: '0 * * * *', missedSlotGrace: 90 };
+    const deadlines = () =>
+      db.query<{ id: string; slot: Date; startBy: Date }>(
+        `SELECT j.id, p.slot, j."startBy" FROM jobs.jobs j
+         JOIN jobs."jobScheduleSlot" p ON p."jobId" = j.id ORDER BY p.slot`,
+      );
+    await planner(app).setSchedule(schedule);
+    const first = await deadlines();
+    expect(first).toHaveLength(10);
+    expect(first.filter((row) => row.startBy.getTime() !== row.slot.getTime() + 90_000)).toEqual(
+      [],
+    );
+
+    await planner(app).setSchedule({ ...schedule, missedSlotGrace: 5 });
+    const second = await deadlines();
+    expect(second).toHaveLength(10);
+    expect(second.filter((row) => row.startBy.getTime() !== row.slot.getTime() + 5_000)).toEqual(
+      [],
+    );
+    expect(second.filter((row) => first.some((old) => old.id === row.id))).toEqual([]);
   });
 
   it('refuse bad expressions and time zones with their typed error, writing nothing', async () => {
@@ -269,7 +294,13 @@ describe('a bad static schedule', () => {
   });
 });
 
-@JobTask({ name: 'nightly', cron: '0 3 * * *', timezone: 'Europe/Berlin', payload: { full: true } })
+@JobTask({
+  name: 'nightly',
+  cron: '0 3 * * *',
+  timezone: 'Europe/Berlin',
+  payload: { full: true },
+  missedSlotGrace: 600,
+})
 @Injectable()
 class NightlyWithCron implements JobTaskHandler {
   run() {}
@@ -302,6 +333,7 @@ describe('@JobTask({ cron })', () => {
       cron: '0 3 * * *',
       timezone: 'Europe/Berlin',
       payload: { full: true },
+      missedSlotGrace: 600,
       source: 'static',
     });
     expect(await plannedJobs('nightly')).toHaveLength(1);

@@ -17,6 +17,7 @@ export const JOB_STATES: readonly JobState[] = [
   'failed',
   'interrupted',
   'cancelled',
+  'skipped',
 ];
 const TASK_NAME = /^[A-Za-z0-9_.:-]{1,200}$/;
 const DEFAULT_LIMIT = 50;

@@ -152,10 +152,11 @@ export function adminSql({ quoted: s }: SchemaName) {
                count(*) FILTER (WHERE h.state = 'completed')::int AS completed,
                count(*) FILTER (WHERE h.state = 'failed' AND q.id IS NULL)::int AS failed,
                count(*) FILTER (WHERE h.state = 'interrupted' AND q.id IS NULL)::int AS interrupted,
-               count(*) FILTER (WHERE h.state = 'cancelled')::int AS cancelled
+               count(*) FILTER (WHERE h.state = 'cancelled')::int AS cancelled,
+               count(*) FILTER (WHERE h.state = 'skipped')::int AS skipped
         FROM ${s}."jobHistory" h
         LEFT JOIN ${s}.jobs q ON q.id = h.id AND h.state IN ('failed', 'interrupted')
-        WHERE h.state IN ('completed', 'failed', 'interrupted', 'cancelled')
+        WHERE h.state IN ('completed', 'failed', 'interrupted', 'cancelled', 'skipped')
           AND h."completedAt" >= now() - make_interval(mins => $1)
         GROUP BY h.task
       ), tasks AS (
@@ -165,7 +166,8 @@ export function adminSql({ quoted: s }: SchemaName) {
              COALESCE(q.pending, 0) AS pending, COALESCE(q.due, 0) AS due,
              COALESCE(r.active, 0) AS active, COALESCE(e.completed, 0) AS completed,
              COALESCE(e.failed, 0) AS failed, COALESCE(e.interrupted, 0) AS interrupted,
-             COALESCE(e.cancelled, 0) AS cancelled, q."oldestPendingAgeSeconds"
+             COALESCE(e.cancelled, 0) AS cancelled, COALESCE(e.skipped, 0) AS skipped,
+             q."oldestPendingAgeSeconds"
       FROM tasks t
       LEFT JOIN queued q ON q.task = t.task
       LEFT JOIN running r ON r.task = t.task

@@ -31,6 +31,8 @@ export interface TaskStats {
   interrupted: number;
   /** Cancelled in the window. */
   cancelled: number;
+  /** Cron jobs that missed their slot's grace and never ran. */
+  skipped: number;
   /** Seconds the longest-waiting due job has been due; `null` when none is. */
   oldestPendingAgeSeconds: number | null;
 }
@@ -46,6 +48,7 @@ const COUNTS = [
   'failed',
   'interrupted',
   'cancelled',
+  'skipped',
 ] as const;
 
 /**
@@ -132,6 +135,7 @@ export class JobsAdminService implements OnModuleInit {
       failed: 0,
       interrupted: 0,
       cancelled: 0,
+      skipped: 0,
       oldestPendingAgeSeconds: null,
     };
     for (const line of tasks) {

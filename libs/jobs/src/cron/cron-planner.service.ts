@@ -17,8 +17,9 @@ import { validateSchedule } from './validate-schedule.js';
 import type { ValidatedSchedule } from './validate-schedule.js';
 
 /**
- * How long a slot row outlives its slot. Planners only expand slots after the database's now
- * (read at the start of their round), so an hour is far more than any round can lag.
+ * How long a slot row outlives its slot (and its job's claim). Planners only expand slots after
+ * the database's now (read at the start of their round), so an hour is far more than any round
+ * can lag.
  */
 const SLOT_RETENTION_SECONDS = 3600;
 
@@ -89,8 +90,9 @@ export class CronPlannerService {
    * `InvalidTimeZoneError`, `InvalidPayloadError`, `UnknownTaskError`) before writing anything.
    */
   async setSchedule(schedule: CronScheduleOptions): Promise<void> {
-    const validated = validateSchedule(schedule, 'dynamic');
+    const validated = validateSchedule(schedule, 'dynamic', this.options.missedSlotGrace);
     this.assertKnownTask(validated);
+    this.warnIfGraceWithinPolling(validated);
     await this.write(validated);
     await this.addScheduled();
   }
@@ -112,9 +114,16 @@ export class CronPlannerService {
   /** @internal Validates the static schedules once the handlers are discovered: a bad one fails the boot. */
   prepare(): void {
     const fromTasks = this.registry.names.flatMap((name) => {
-      const { cron, timezone, payload, missedSlots } = this.registry.get(name)!.options;
+      const { cron, timezone, payload, missedSlots, missedSlotGrace } =
+        this.registry.get(name)!.options;
       if (cron === undefined) return [];
-      return [validateSchedule({ task: name, cron, timezone, payload, missedSlots }, 'static')];
+      return [
+        validateSchedule(
+          { task: name, cron, timezone, payload, missedSlots, missedSlotGrace },
+          'static',
+          this.options.missedSlotGrace,
+        ),
+      ];
     });
     const schedules = [...this.options.schedules, ...fromTasks];
     const seen = new Set<string>();
@@ -129,6 +138,7 @@ export class CronPlannerService {
       }
       seen.add(schedule.name);
       this.assertKnownTask(schedule);
+      this.warnIfGraceWithinPolling(schedule);
     }
     this.staticSchedules = schedules;
   }
@@ -241,6 +251,19 @@ export class CronPlannerService {
     return latest && latest.getTime() > plannedUntil.getTime() ? latest : null;
   }
 
+  /**
+   * A warning, not an error: which instances claim a schedule's jobs, and how often they poll, is
+   * not this instance's to know. The module's own grace is checked against `pollingCheck` at boot.
+   */
+  private warnIfGraceWithinPolling(schedule: ValidatedSchedule): void {
+    if (!this.options.runJobs || schedule.missedSlotGrace > this.options.pollingCheck) return;
+    this.logger.warn(
+      `Schedule "${schedule.name}" has missedSlotGrace ${schedule.missedSlotGrace}s, not longer than this ` +
+        `instance's pollingCheck (${this.options.pollingCheck}s): a slot that falls due just after a poll ` +
+        'waits for the next one and is skipped as missed.',
+    );
+  }
+
   private assertKnownTask(schedule: ValidatedSchedule): void {
     if (!this.options.allowUnknownTasks && this.registry.get(schedule.task) === undefined) {
       throw new UnknownTaskError(schedule.task, this.registry.names);
@@ -261,6 +284,7 @@ export class CronPlannerService {
         schedule.payload,
         schedule.missedSlots,
         schedule.source,
+        schedule.missedSlotGrace,
       ]);
       if (rows[0].changed) await client.query(this.sql.removeUnstartedPlannedJobs, [schedule.name]);
     });

@@ -1,8 +1,14 @@
 /**
- * What happens to the slots of a schedule that fell due while no instance was planning (every
- * instance was down, or planning stalled for longer than `maxPlannedSlots` slots):
- * - `'skip'` (default): they are not run; planning resumes with the next future slot.
- * - `'runOnce'`: one job runs at once for the most recent missed slot, then planning resumes.
+ * What happens to a schedule's missed slots. A slot is missed when its job has not started within
+ * `missedSlotGrace` seconds after its time: because every instance was down, because planning
+ * stalled for longer than `maxPlannedSlots` slots (the slot was never planned), or because the
+ * queue was too busy to reach it. Lateness is judged by the claim itself, against the database's
+ * clock, so no missed slot starts, whichever instance claims it and however it got late.
+ * - `'skip'` (default): missed slots do not run. A planned one is recorded in history as
+ *   `skipped`; planning resumes with the next future slot.
+ * - `'runOnce'`: of the missed slots, only the latest runs (at once); the older planned ones are
+ *   recorded `skipped`. "Latest" is judged when a job is claimed: a missed slot runs unless a
+ *   later slot of its schedule is missed too.
  *
  * @publicApi
  */
@@ -38,6 +44,11 @@ export interface CronScheduleOptions<Payload = unknown> {
   payload?: Payload;
   /** Default `'skip'`. */
   missedSlots?: MissedSlotPolicy;
+  /**
+   * Seconds after its slot a job may still start; later, the slot is missed (see
+   * `MissedSlotPolicy`). Default: the module's `missedSlotGrace` (60).
+   */
+  missedSlotGrace?: number;
 }
 
 /** Where a schedule came from: declared in code (module options, `@JobTask`) or set at run time. */
@@ -55,6 +66,8 @@ export interface ScheduleInfo {
   readonly timezone: string;
   readonly payload: unknown;
   readonly missedSlots: MissedSlotPolicy;
+  /** Seconds; the module's `missedSlotGrace` when the schedule was written without one. */
+  readonly missedSlotGrace: number;
   readonly source: ScheduleSource;
   /** The latest slot planned so far, or when the schedule was last set: later past slots were missed. */
   readonly plannedUntil: Date | null;

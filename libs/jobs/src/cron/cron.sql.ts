@@ -14,8 +14,8 @@ export interface ScheduleRow extends ScheduleInfo {
  * the job from `jobs`), so a later round cannot plan an already-claimed slot again.
  */
 export function cronSql({ quoted: s }: SchemaName) {
-  const scheduleColumns = `name, task, cron, timezone, payload, "missedSlots", source, version, "plannedUntil",
-                           "createdAt", "updatedAt"`;
+  const scheduleColumns = `name, task, cron, timezone, payload, "missedSlots", "missedSlotGrace", source, version,
+                           "plannedUntil", "createdAt", "updatedAt"`;
   return {
     /** Every schedule, and the database's clock: the one every instance agrees on. */
     schedulesWithNow: `
@@ -45,6 +45,10 @@ export function cronSql({ quoted: s }: SchemaName) {
      * before it. A slot another planner got first is skipped by the primary key. Due jobs (a
      * `runOnce` catch-up) wake the runners.
      *
+     * Every job gets `startBy` = its slot + the schedule's grace, the deadline the claim enforces
+     * (see the runner's `claim`). A `runOnce` catch-up is no exception: its deadline is already
+     * past, and the claim runs it as the latest missed slot of its schedule.
+     *
      * $1 schedule[] $2 version[] $3 slot[] $4 jobId[] $5 maxRetries[] $6 createdBy $7 channel
      * $8 notification
      */
@@ -53,7 +57,7 @@ export function cronSql({ quoted: s }: SchemaName) {
         SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::uuid[], $5::int[])
           AS t(schedule, version, slot, "jobId", "maxRetries")
       ), live AS MATERIALIZED (
-        SELECT s.name, s.task, s.payload FROM ${s}."jobSchedule" s
+        SELECT s.name, s.task, s.payload, s."missedSlotGrace" FROM ${s}."jobSchedule" s
         WHERE (s.name, s.version) IN (SELECT DISTINCT schedule, version FROM input)
         ORDER BY s.name
         FOR UPDATE
@@ -64,8 +68,10 @@ export function cronSql({ quoted: s }: SchemaName) {
         ON CONFLICT (schedule, slot) DO NOTHING
         RETURNING "jobId"
       ), inserted AS (
-        INSERT INTO ${s}.jobs (id, task, payload, "waitUntil", "maxRetries", "isScheduled", "createdBy")
-        SELECT i."jobId", l.task, l.payload, i.slot, i."maxRetries", true, $6
+        INSERT INTO ${s}.jobs (id, task, payload, "waitUntil", "startBy", "maxRetries", "isScheduled",
+                               "createdBy")
+        SELECT i."jobId", l.task, l.payload, i.slot, i.slot + make_interval(secs => l."missedSlotGrace"),
+               i."maxRetries", true, $6
         FROM input i JOIN slots USING ("jobId") JOIN live l ON l.name = i.schedule
         ORDER BY i.slot
         RETURNING id, "waitUntil"
@@ -94,22 +100,23 @@ export function cronSql({ quoted: s }: SchemaName) {
      * owed. A change bumps `version` and restarts the mark, so the old definition's slots are
      * neither caught up nor planned again; an identical definition changes nothing. `changed` is true only when an existing row changed.
      *
-     * $1 name $2 task $3 cron $4 timezone $5 payload $6 missedSlots $7 source
+     * $1 name $2 task $3 cron $4 timezone $5 payload $6 missedSlots $7 source $8 missedSlotGrace
      */
     upsertSchedule: `
       WITH previous AS MATERIALIZED (
         SELECT version FROM ${s}."jobSchedule" WHERE name = $1 FOR UPDATE
       ), written AS (
-        INSERT INTO ${s}."jobSchedule" AS s (id, name, task, cron, timezone, payload, "missedSlots", source,
-                                             "plannedUntil")
-        VALUES (gen_random_uuid(), $1, $2, $3, $4, $5::jsonb, $6, $7, now())
+        INSERT INTO ${s}."jobSchedule" AS s (id, name, task, cron, timezone, payload, "missedSlots",
+                                             "missedSlotGrace", source, "plannedUntil")
+        VALUES (gen_random_uuid(), $1, $2, $3, $4, $5::jsonb, $6, $8, $7, now())
         ON CONFLICT (name) DO UPDATE SET
           task = EXCLUDED.task, cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, payload = EXCLUDED.payload,
-          "missedSlots" = EXCLUDED."missedSlots", source = EXCLUDED.source,
-          version = s.version + 1, "plannedUntil" = now(), "updatedAt" = now()
-        WHERE (s.task, s.cron, s.timezone, s.payload, s."missedSlots", s.source)
+          "missedSlots" = EXCLUDED."missedSlots", "missedSlotGrace" = EXCLUDED."missedSlotGrace",
+          source = EXCLUDED.source, version = s.version + 1, "plannedUntil" = now(), "updatedAt" = now()
+        -- A new grace is a change too: the planned jobs carry their deadline, so they are replanned.
+        WHERE (s.task, s.cron, s.timezone, s.payload, s."missedSlots", s."missedSlotGrace", s.source)
               IS DISTINCT FROM (EXCLUDED.task, EXCLUDED.cron, EXCLUDED.timezone, EXCLUDED.payload,
-                                EXCLUDED."missedSlots", EXCLUDED.source)
+                                EXCLUDED."missedSlots", EXCLUDED."missedSlotGrace", EXCLUDED.source)
         RETURNING version
       )
       SELECT EXISTS (SELECT 1 FROM previous) AND EXISTS (SELECT 1 FROM written) AS changed`,
@@ -144,10 +151,15 @@ export function cronSql({ quoted: s }: SchemaName) {
       WHERE source = 'static' AND task = ANY($1::text[]) AND NOT (name = ANY($2::text[]))`,
 
     /**
-     * Slot rows only matter while a planner could still expand their slot: planners start after
-     * the database's now, so a slot far enough in the past is never a candidate again. $1 seconds
+     * Slot rows matter while a planner could still expand their slot (planners start after the
+     * database's now, so a slot far enough in the past is never a candidate again), and while their
+     * job is queued: the claim reads them to tell a `runOnce` schedule's latest missed slot, which
+     * after a long downtime can be older than $1. $1 seconds
      */
-    pruneSlots: `DELETE FROM ${s}."jobScheduleSlot" WHERE slot < now() - make_interval(secs => $1)`,
+    pruneSlots: `
+      DELETE FROM ${s}."jobScheduleSlot" p
+      WHERE p.slot < now() - make_interval(secs => $1)
+        AND NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = p."jobId")`,
   };
 }
 

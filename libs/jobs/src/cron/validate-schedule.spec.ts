@@ -7,24 +7,26 @@ import {
 import { validateSchedule } from './validate-schedule.js';
 
 describe('validateSchedule', () => {
-  it('applies the defaults: named after the task, UTC, empty payload, skip', () => {
-    expect(validateSchedule({ task: 'report', cron: ' 0 6 * * * ' }, 'dynamic')).toEqual({
+  it("applies the defaults: named after the task, UTC, empty payload, skip, the module's grace", () => {
+    expect(validateSchedule({ task: 'report', cron: ' 0 6 * * * ' }, 'dynamic', 60)).toEqual({
       name: 'report',
       task: 'report',
       cron: '0 6 * * *',
       timezone: 'UTC',
       payload: '{}',
       missedSlots: 'skip',
+      missedSlotGrace: 60,
       source: 'dynamic',
     });
   });
 
   it('accepts 6-field expressions, aliases and IANA zones', () => {
-    expect(validateSchedule({ task: 't', cron: '*/5 * * * * *' }, 'static').cron).toBe(
+    expect(validateSchedule({ task: 't', cron: '*/5 * * * * *' }, 'static', 60).cron).toBe(
       '*/5 * * * * *',
     );
     expect(
-      validateSchedule({ task: 't', cron: '@daily', timezone: 'Europe/Berlin' }, 'static').timezone,
+      validateSchedule({ task: 't', cron: '@daily', timezone: 'Europe/Berlin' }, 'static', 60)
+        .timezone,
     ).toBe('Europe/Berlin');
   });
 
@@ -37,7 +39,7 @@ describe('validateSchedule', () => {
     ['every day'],
     [42],
   ])('refuses the cron expression %p, quoting it', (cron) => {
-    const call = () => validateSchedule({ task: 't', cron: cron as string }, 'dynamic');
+    const call = () => validateSchedule({ task: 't', cron: cron as string }, 'dynamic', 60);
     expect(call).toThrow(InvalidCronExpressionError);
     expect(call).toThrow(JSON.stringify(cron));
   });
@@ -46,7 +48,11 @@ describe('validateSchedule', () => {
     'refuses the time zone %p, quoting it',
     (timezone) => {
       const call = () =>
-        validateSchedule({ task: 't', cron: '* * * * *', timezone: timezone as string }, 'dynamic');
+        validateSchedule(
+          { task: 't', cron: '* * * * *', timezone: timezone as string },
+          'dynamic',
+          60,
+        );
       expect(call).toThrow(InvalidTimeZoneError);
       expect(call).toThrow(JSON.stringify(timezone));
     },
@@ -54,17 +60,30 @@ describe('validateSchedule', () => {
 
   it('refuses unknown keys, bad names, bad policies and payloads JSON cannot carry', () => {
     const base = { task: 't', cron: '* * * * *' };
-    expect(() => validateSchedule({ ...base, every: 5 } as never, 'dynamic')).toThrow(
+    expect(() => validateSchedule({ ...base, every: 5 } as never, 'dynamic', 60)).toThrow(
       InvalidScheduleError,
     );
-    expect(() => validateSchedule({ ...base, name: 'has space' }, 'dynamic')).toThrow(
+    expect(() => validateSchedule({ ...base, name: 'has space' }, 'dynamic', 60)).toThrow(
       InvalidScheduleError,
     );
-    expect(() => validateSchedule({ ...base, missedSlots: 'all' as never }, 'dynamic')).toThrow(
+    expect(() => validateSchedule({ ...base, missedSlots: 'all' as never }, 'dynamic', 60)).toThrow(
       '"missedSlots"',
     );
-    expect(() => validateSchedule({ ...base, payload: { n: NaN } }, 'dynamic')).toThrow(
+    expect(() => validateSchedule({ ...base, payload: { n: NaN } }, 'dynamic', 60)).toThrow(
       InvalidPayloadError,
     );
+  });
+
+  it("takes the module's missedSlotGrace unless the schedule has its own, and refuses a grace that is not a positive number of seconds", () => {
+    const base = { task: 't', cron: '* * * * *' };
+    expect(validateSchedule(base, 'static', 90).missedSlotGrace).toBe(90);
+    expect(validateSchedule({ ...base, missedSlotGrace: 1.5 }, 'static', 90).missedSlotGrace).toBe(
+      1.5,
+    );
+    for (const grace of [0, -1, Number.POSITIVE_INFINITY, '60']) {
+      expect(() =>
+        validateSchedule({ ...base, missedSlotGrace: grace as number }, 'dynamic', 60),
+      ).toThrow(`"missedSlotGrace"`);
+    }
   });
 });

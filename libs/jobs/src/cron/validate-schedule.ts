@@ -22,22 +22,34 @@ export interface ValidatedSchedule {
   /** Serialised JSON. */
   readonly payload: string;
   readonly missedSlots: MissedSlotPolicy;
+  /** Seconds, the default applied: instances that judge lateness all read it from the row. */
+  readonly missedSlotGrace: number;
   readonly source: ScheduleSource;
 }
 
 export const DEFAULT_SCHEDULE_TIMEZONE = 'UTC';
 
 const MISSED_SLOT_POLICIES: readonly MissedSlotPolicy[] = ['skip', 'runOnce'];
-const KNOWN_KEYS = new Set<string>(['name', 'task', 'cron', 'timezone', 'payload', 'missedSlots']);
+const KNOWN_KEYS = new Set<string>([
+  'name',
+  'task',
+  'cron',
+  'timezone',
+  'payload',
+  'missedSlots',
+  'missedSlotGrace',
+]);
 
 /**
  * Every check of a schedule, before anything touches the database. cron-parser alone is not
  * enough: it accepts `""` and four-field expressions, and reads an expression in the process's
  * zone unless told otherwise, so the field count and the zone are checked here.
+ * `defaultGrace` is the module's `missedSlotGrace`.
  */
 export function validateSchedule(
   options: CronScheduleOptions,
   source: ScheduleSource,
+  defaultGrace: number,
 ): ValidatedSchedule {
   const task = options?.task;
   const label =
@@ -64,8 +76,21 @@ export function validateSchedule(
   if (!MISSED_SLOT_POLICIES.includes(missedSlots)) {
     throw new InvalidScheduleError(name, 'missedSlots', missedSlots, 'must be "skip" or "runOnce"');
   }
+  const missedSlotGrace = options.missedSlotGrace ?? defaultGrace;
+  if (
+    typeof missedSlotGrace !== 'number' ||
+    !Number.isFinite(missedSlotGrace) ||
+    missedSlotGrace <= 0
+  ) {
+    throw new InvalidScheduleError(
+      name,
+      'missedSlotGrace',
+      missedSlotGrace,
+      'must be a positive number of seconds',
+    );
+  }
   const payload = serialisePayload(options.payload === undefined ? {} : options.payload);
-  return { name, task, cron, timezone, payload, missedSlots, source };
+  return { name, task, cron, timezone, payload, missedSlots, missedSlotGrace, source };
 }
 
 function validateTimeZone(schedule: string, timezone: unknown): string {

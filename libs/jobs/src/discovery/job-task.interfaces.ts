@@ -60,6 +60,11 @@ export interface JobTaskOptions {
   timezone?: string;
   /** Payload of the jobs `cron` plans. Default `{}`. */
   payload?: unknown;
-  /** What happens to slots missed while no instance was planning. Default `'skip'`. */
+  /**
+   * What happens to slots whose job has not started within `missedSlotGrace` of their time.
+   * Default `'skip'`.
+   */
   missedSlots?: MissedSlotPolicy;
+  /** Seconds after its slot a `cron` job may still start. Default: the module's `missedSlotGrace`. */
+  missedSlotGrace?: number;
 }

@@ -13,10 +13,11 @@ const KNOWN_OPTIONS = new Set<string>([
   'timezone',
   'payload',
   'missedSlots',
+  'missedSlotGrace',
 ]);
 
 /** Options that only mean something on a task with a `cron` schedule. */
-const CRON_ONLY_OPTIONS = ['timezone', 'payload', 'missedSlots'] as const;
+const CRON_ONLY_OPTIONS = ['timezone', 'payload', 'missedSlots', 'missedSlotGrace'] as const;
 
 /**
  * Checks the options of one `@JobTask()` at boot, with the messages module options get, so that a

@@ -78,6 +78,12 @@ export class JobEvents {
     });
   }
 
+  /** A cron job that missed its slot's grace, recorded `skipped` by this instance's claim. */
+  skipped(job: { id: string; task: string }): void {
+    if (this.listeners.size === 0) return;
+    this.emit({ type: 'skipped', id: job.id, task: job.task, at: new Date() });
+  }
+
   cancelled(job: { id: string; task: string }): void {
     if (this.listeners.size === 0) return;
     this.emit({ type: 'cancelled', id: job.id, task: job.task, at: new Date() });

@@ -5,7 +5,12 @@
  * @publicApi
  */
 export type JobLifecycleEvent =
-  JobAddedEvent | JobStartedEvent | JobCompletedEvent | JobFailedEvent | JobCancelledEvent;
+  | JobAddedEvent
+  | JobStartedEvent
+  | JobCompletedEvent
+  | JobFailedEvent
+  | JobCancelledEvent
+  | JobSkippedEvent;
 
 /** The type names of `JobLifecycleEvent`. @publicApi */
 export type JobLifecycleEventType = JobLifecycleEvent['type'];
@@ -48,4 +53,12 @@ export interface JobFailedEvent extends JobEventBase {
 
 export interface JobCancelledEvent extends JobEventBase {
   readonly type: 'cancelled';
+}
+
+/**
+ * A cron job this instance's claim took out of the queue without running it: it had not started
+ * within its schedule's `missedSlotGrace` after its slot (see `MissedSlotPolicy`).
+ */
+export interface JobSkippedEvent extends JobEventBase {
+  readonly type: 'skipped';
 }

@@ -34,6 +34,7 @@ export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
   private readonly added: Counter<'task'>;
   private readonly completed: Counter<'task'>;
   private readonly failed: Counter<'task' | 'final'>;
+  private readonly skipped: Counter<'task'>;
   private readonly duration: Histogram<'task' | 'outcome'>;
   private db?: JobsDatabase;
   private tasks?: TaskRegistry;
@@ -63,6 +64,12 @@ export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
       name: `${prefix}failed_total`,
       help: 'Job attempts that failed on this instance; final="true" when no retry was left.',
       labelNames: ['task', 'final'],
+      registers,
+    });
+    this.skipped = new Counter({
+      name: `${prefix}skipped_total`,
+      help: 'Cron jobs this instance skipped: not started within missedSlotGrace of their slot.',
+      labelNames: ['task'],
       registers,
     });
     this.duration = new Histogram({
@@ -146,6 +153,9 @@ export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
       case 'failed':
         this.failed.inc({ task: event.task, final: String(!event.willRetry) });
         this.duration.observe({ task: event.task, outcome: 'failed' }, event.durationMs / 1000);
+        break;
+      case 'skipped':
+        this.skipped.inc({ task: event.task });
         break;
     }
   }

@@ -22,6 +22,8 @@ export const DEFAULT_WORKER_START_TIMEOUT = 60;
 export const DEFAULT_SCHEDULE_HORIZON = 86_400;
 /** Slots of one schedule a planning round plans at most (the seed's cap). */
 export const DEFAULT_MAX_PLANNED_SLOTS = 10;
+/** Seconds after its slot a cron job may still start; later it is missed (see `missedSlots`). */
+export const DEFAULT_MISSED_SLOT_GRACE = 60;
 /** Seconds ended jobs stay in `jobHistory` (the seed's `historyExpiration`, as Wiki.js ships it: 25 h). */
 export const DEFAULT_HISTORY_EXPIRATION = 90000;
 /** Rows one pruning statement deletes at most. */

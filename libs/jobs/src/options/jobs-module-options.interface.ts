@@ -132,4 +132,14 @@ export interface JobsModuleOptions {
    * (see `missedSlots`).
    */
   maxPlannedSlots?: number;
+  /**
+   * Seconds after its slot a cron job may still start, for schedules that set none of their own.
+   * A slot whose job has not started by then is missed, whatever kept it waiting (every instance
+   * down, or a queue too busy to reach it): `missedSlots` decides whether it is skipped (recorded
+   * in history as `skipped`) or, for the latest one, run anyway. A cron job that falls due is
+   * noticed on the next poll, so the grace must be longer than `pollingCheck` (and a schedule's own
+   * grace longer than the `pollingCheck` of the instances that run it). Default 60, or twice
+   * `pollingCheck` if that is longer.
+   */
+  missedSlotGrace?: number;
 }

@@ -108,3 +108,39 @@ describe('history retention options', () => {
     expect(() => resolveJobsOptions({ connection: 'x', ...(options as object) })).toThrow(message);
   });
 });
+
+describe('missedSlotGrace', () => {
+  it('defaults to 60 s, and is the grace of every schedule that sets none of its own', () => {
+    expect(defaults.DEFAULT_MISSED_SLOT_GRACE).toBe(60);
+    const resolved = resolveJobsOptions({
+      connection: 'x',
+      missedSlotGrace: 8,
+      schedules: [
+        { task: 'a', cron: '* * * * *' },
+        { task: 'b', cron: '* * * * *', missedSlotGrace: 2 },
+      ],
+    });
+    expect(resolved.missedSlotGrace).toBe(8);
+    expect(resolved.schedules.map((schedule) => schedule.missedSlotGrace)).toEqual([8, 2]);
+    expect(resolveJobsOptions({ connection: 'x' }).missedSlotGrace).toBe(60);
+  });
+
+  it('defaults to twice pollingCheck when that is longer, and refuses a grace no longer than pollingCheck', () => {
+    expect(resolveJobsOptions({ connection: 'x', pollingCheck: 45 }).missedSlotGrace).toBe(90);
+    expect(() =>
+      resolveJobsOptions({ connection: 'x', pollingCheck: 10, missedSlotGrace: 10 }),
+    ).toThrow(
+      new InvalidJobsOptionError(
+        'missedSlotGrace',
+        10,
+        'must be longer than pollingCheck (10s): a cron job that falls due just after a poll waits for the next one, and would be skipped as missed',
+      ),
+    );
+  });
+
+  it.each([0, -1, Number.NaN, '60'])('refuses missedSlotGrace %p, naming it', (value) => {
+    expect(() => resolveJobsOptions({ connection: 'x', missedSlotGrace: value as never })).toThrow(
+      'JobsModule option "missedSlotGrace" must be a positive number of seconds',
+    );
+  });
+});

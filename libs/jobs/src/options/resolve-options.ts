@@ -52,6 +52,7 @@ const KNOWN_OPTIONS = new Set<string>([
   'schedules',
   'scheduleHorizon',
   'maxPlannedSlots',
+  'missedSlotGrace',
 ]);
 
 /**
@@ -78,6 +79,12 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
 
 function resolveEach(options: JobsModuleOptions): ResolvedJobsOptions {
   const workers = resolveWorkers(options.workers);
+  const pollingCheck = seconds(
+    'pollingCheck',
+    options.pollingCheck,
+    defaults.DEFAULT_POLLING_CHECK,
+  );
+  const missedSlotGrace = resolveMissedSlotGrace(options.missedSlotGrace, pollingCheck);
   return {
     ...resolveConnection(options),
     schema: toSchemaName(options.schema ?? defaults.DEFAULT_SCHEMA),
@@ -92,7 +99,7 @@ function resolveEach(options: JobsModuleOptions): ResolvedJobsOptions {
     workers,
     ...resolveWorkerPool(options),
     concurrency: integer('concurrency', options.concurrency ?? workers, 1),
-    pollingCheck: seconds('pollingCheck', options.pollingCheck, defaults.DEFAULT_POLLING_CHECK),
+    pollingCheck,
     scheduledCheck: seconds(
       'scheduledCheck',
       options.scheduledCheck,
@@ -137,7 +144,7 @@ function resolveEach(options: JobsModuleOptions): ResolvedJobsOptions {
     ),
     allowUnknownTasks: flag('allowUnknownTasks', options.allowUnknownTasks, false),
     runJobs: flag('runJobs', options.runJobs, true),
-    schedules: resolveSchedules(options.schedules),
+    schedules: resolveSchedules(options.schedules, missedSlotGrace),
     scheduleHorizon: seconds(
       'scheduleHorizon',
       options.scheduleHorizon,
@@ -148,6 +155,7 @@ function resolveEach(options: JobsModuleOptions): ResolvedJobsOptions {
       options.maxPlannedSlots ?? defaults.DEFAULT_MAX_PLANNED_SLOTS,
       1,
     ),
+    missedSlotGrace,
   };
 }
 
@@ -223,12 +231,30 @@ function resolveLiveness(
   return { heartbeatInterval, instanceTimeout };
 }
 
+/**
+ * A due cron job that no notification announces (planned jobs become due by the clock, not by an
+ * insert) is claimed on the next poll: with a grace shorter than `pollingCheck`, an idle cluster
+ * would skip slots. So the default grows with `pollingCheck`, and a given grace must exceed it.
+ */
+function resolveMissedSlotGrace(value: unknown, pollingCheck: number): number {
+  if (value === undefined) return Math.max(defaults.DEFAULT_MISSED_SLOT_GRACE, 2 * pollingCheck);
+  const grace = seconds('missedSlotGrace', value, defaults.DEFAULT_MISSED_SLOT_GRACE);
+  if (grace <= pollingCheck) {
+    throw new InvalidJobsOptionError(
+      'missedSlotGrace',
+      grace,
+      `must be longer than pollingCheck (${pollingCheck}s): a cron job that falls due just after a poll waits for the next one, and would be skipped as missed`,
+    );
+  }
+  return grace;
+}
+
 /** Each schedule throws its own typed error (`InvalidCronExpressionError`, ...), naming the schedule. */
-function resolveSchedules(value: unknown): readonly ValidatedSchedule[] {
+function resolveSchedules(value: unknown, missedSlotGrace: number): readonly ValidatedSchedule[] {
   if (value === undefined) return [];
   if (!Array.isArray(value))
     throw new InvalidJobsOptionError('schedules', value, 'must be an array of schedules');
-  return value.map((schedule) => validateSchedule(schedule, 'static'));
+  return value.map((schedule) => validateSchedule(schedule, 'static', missedSlotGrace));
 }
 
 function resolveWorkers(value: unknown): number {

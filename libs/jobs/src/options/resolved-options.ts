@@ -39,6 +39,7 @@ export interface ResolvedJobsOptions {
   readonly schedules: readonly ValidatedSchedule[];
   readonly scheduleHorizon: number;
   readonly maxPlannedSlots: number;
+  readonly missedSlotGrace: number;
 }
 
 /** Injection token of the `ResolvedJobsOptions`. */

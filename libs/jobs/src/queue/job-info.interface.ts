@@ -1,10 +1,12 @@
 /**
  * Where a job is: `pending` in the queue (also between retries), `active` on an instance, or
- * ended.
+ * ended. `skipped` is a cron job that never ran: it had not started within its schedule's
+ * `missedSlotGrace` after its slot.
  *
  * @publicApi
  */
-export type JobState = 'pending' | 'active' | 'completed' | 'failed' | 'interrupted' | 'cancelled';
+export type JobState =
+  'pending' | 'active' | 'completed' | 'failed' | 'interrupted' | 'cancelled' | 'skipped';
 
 /**
  * A job as `getJob` reports it.

@@ -13,7 +13,7 @@ export function retentionSql({ quoted: s }: SchemaName) {
     pruneBatch: `
       WITH expired AS (
         SELECT h.id FROM ${s}."jobHistory" h
-        WHERE h.state IN ('completed', 'failed', 'cancelled', 'interrupted')
+        WHERE h.state IN ('completed', 'failed', 'cancelled', 'interrupted', 'skipped')
           AND h."completedAt" < now() - make_interval(secs => $1)
           AND NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = h.id)
         ORDER BY h."completedAt"

@@ -15,7 +15,7 @@ import { CompletionBatcher } from './completion-batcher.js';
 import { retryWhileUnreachable } from './retry-while-unreachable.js';
 import { runWithTimeout } from './run-with-timeout.js';
 import { runnerSql } from './runner.sql.js';
-import type { ClaimedJob, RunnerSql } from './runner.sql.js';
+import type { ClaimedJob, ClaimRow, RunnerSql } from './runner.sql.js';
 
 /** How long shutdown keeps trying to give unfinished attempts back to an unreachable database. */
 const RELEASE_RETRY_MS = 5_000;
@@ -172,13 +172,16 @@ export class JobRunner {
           return;
         }
         if (this.claimMayHaveOrphaned) await this.requeueOrphans();
-        const jobs = await this.db.query<ClaimedJob>(this.sql.claim, [
+        const jobs = await this.db.query<ClaimRow>(this.sql.claim, [
           free,
           this.options.instanceId,
           this.registry.names,
         ]);
+        // Skipped jobs were taken out of the queue too: they count towards a full claim.
         this.backlog = jobs.length === free;
-        for (const job of jobs) this.launch(job);
+        const skipped = jobs.filter((job) => job.skipped);
+        if (skipped.length > 0) this.reportSkipped(skipped);
+        for (const job of jobs) if (!job.skipped) this.launch(job);
       } while ((this.wakeRequested || this.backlog) && !this.stopping);
     } catch (err) {
       // Usually nothing was claimed: the statement rolled back and the jobs are still queued. But
@@ -206,6 +209,14 @@ export class JobRunner {
     if (requeued.length > 0) {
       this.logger.warn(`Requeued ${requeued.length} job(s) whose claim lost its reply.`);
     }
+  }
+
+  private reportSkipped(jobs: readonly ClaimRow[]): void {
+    for (const job of jobs) this.events.skipped(job);
+    const tasks = [...new Set(jobs.map((job) => job.task))].join(', ');
+    this.logger.warn(
+      `Skipped ${jobs.length} cron job(s) of ${tasks}: not started within missedSlotGrace of their slot.`,
+    );
   }
 
   private launch(job: ClaimedJob): void {

@@ -12,6 +12,12 @@ export interface ClaimedJob {
   readonly maxRetries: number;
 }
 
+/** A row of the claim: a claimed job, or a cron job the claim took out of the queue as missed. */
+export interface ClaimRow extends ClaimedJob {
+  /** Recorded `skipped` by the claim itself: it is not to be run. */
+  readonly skipped: boolean;
+}
+
 /**
  * The runner's statements. Each is one round trip, and every write that ends an attempt is fenced
  * by `(id, attempt, state = 'active')`: a write for an attempt that is no longer the job's current,
@@ -45,6 +51,18 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * is one transaction, so a claim that fails leaves no history row saying the job started, and
      * `SKIP LOCKED` lets instances claim side by side without waiting on each other.
      *
+     * The claim is also where a cron slot is judged missed, so that no instance can start a job
+     * after its `startBy` (its slot + its schedule's `missedSlotGrace`, set by the planner), however
+     * the job got late: every instance down, a boot racing another's planning, a busy queue. The
+     * `now()` it is judged by is the one `startedAt` records: a job that started did so in time. A
+     * missed job is taken out like any other and recorded `skipped` instead of `active`, and the
+     * runner does not run it; it counts against the limit, so a claim of only missed jobs still
+     * comes back full and the runner claims again. For a `runOnce` schedule a missed job still runs
+     * when no later slot of its schedule is missed too: the latest missed slot is the catch-up.
+     * Jobs without `startBy` (not cron, or a cron job that already started once: retries and
+     * requeues do not carry it) never reach the subqueries: `CASE` evaluates them only for jobs
+     * past their deadline.
+     *
      * $1 limit $2 executedBy $3 task[]
      */
     claim: preparedStatement(`
@@ -52,7 +70,8 @@ export function runnerSql({ quoted: s }: SchemaName) {
         -- = ANY(ARRAY(...)), not IN (...): the planner turns IN into a hash join over a sequential
         -- scan of the whole queue; the array is computed once. It holds the rows' ctids, not their
         -- ids: the delete then goes straight to each row instead of down the primary key. A ctid
-        -- is stable here: the rows are locked from the moment it is read, and nothing updates jobs.
+        -- is stable here: the rows are locked from the moment it is read, and nothing updates jobs
+        -- (but migration 6's one-off backfill: a claim racing it leaves that row for the next one).
         DELETE FROM ${s}.jobs
         WHERE ctid = ANY(ARRAY(
           SELECT ctid FROM ${s}.jobs
@@ -67,19 +86,47 @@ export function runnerSql({ quoted: s }: SchemaName) {
           FOR UPDATE SKIP LOCKED
         ))
         RETURNING *
+      ), judged AS (
+        -- Scalar subqueries with LIMIT, not EXISTS: PostgreSQL may plan an EXISTS here as one
+        -- hashed anti-join over every slot row of every schedule, built by each claim that has a
+        -- missed job; a scalar subquery stays a per-row look-up on the slot indexes (asserted in
+        -- test/claim-plan.spec.ts).
+        SELECT c.*, CASE
+          WHEN c."startBy" IS NULL OR c."startBy" >= now() THEN false
+          -- No slot row (pruned, or a job inserted by hand) cannot be the latest: skipped.
+          ELSE COALESCE((
+            SELECT sc."missedSlots" <> 'runOnce' OR (
+              -- Both bounds on slot: an index range, left at the first row found.
+              SELECT true FROM ${s}."jobScheduleSlot" later
+              WHERE later.schedule = p.schedule AND later.slot > p.slot
+                AND later.slot < now() - make_interval(secs => sc."missedSlotGrace")
+              LIMIT 1) IS NOT NULL
+            FROM ${s}."jobScheduleSlot" p JOIN ${s}."jobSchedule" sc ON sc.name = p.schedule
+            WHERE p."jobId" = c.id
+            LIMIT 1), true)
+        END AS skipped
+        FROM claimed c
       ), started AS (
         INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
-                                             "wasScheduled", awaited, "executedBy", "createdAt", "startedAt")
-        SELECT id, task, 'active', payload, priority, retries + 1, "maxRetries", "isScheduled", awaited,
-               $2, "createdAt", now()
-        FROM claimed
+                                             "wasScheduled", awaited, "executedBy", "lastErrorMessage",
+                                             "createdAt", "startedAt", "completedAt")
+        -- A skipped job never started: its attempt stays at the retries it had (0), and it ends now.
+        SELECT id, task, CASE WHEN skipped THEN 'skipped' ELSE 'active' END, payload, priority,
+               retries + CASE WHEN skipped THEN 0 ELSE 1 END, "maxRetries", "isScheduled", awaited, $2,
+               CASE WHEN skipped THEN 'Missed its cron slot: not started by '
+                 || to_char("startBy" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                 || ' (the slot + missedSlotGrace).' END,
+               "createdAt", CASE WHEN skipped THEN NULL ELSE now() END, CASE WHEN skipped THEN now() END
+        FROM judged
         ON CONFLICT (id) DO UPDATE SET
-          state = 'active', attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
-          "executedBy" = EXCLUDED."executedBy", "startedAt" = now(), "completedAt" = NULL,
+          state = EXCLUDED.state, attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
+          "executedBy" = EXCLUDED."executedBy", "startedAt" = EXCLUDED."startedAt",
+          "completedAt" = EXCLUDED."completedAt",
+          "lastErrorMessage" = COALESCE(EXCLUDED."lastErrorMessage", h."lastErrorMessage"),
           "updatedAt" = now()
       )
-      SELECT id, task, payload, priority, retries + 1 AS attempt, "maxRetries"
-      FROM claimed
+      SELECT id, task, payload, priority, retries + 1 AS attempt, "maxRetries", skipped
+      FROM judged
       ORDER BY priority DESC, "waitUntil", seq`),
 
     /**

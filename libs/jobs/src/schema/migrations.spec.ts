@@ -26,6 +26,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       3: 'dd362c81716a',
       4: '116bec954c19',
       5: '32f5bd123c4b',
+      6: '2693733fb4f2',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [

@@ -200,6 +200,32 @@ export const MIGRATIONS: readonly Migration[] = [
       },
     ],
   },
+  {
+    version: 6,
+    name: 'missed cron slots: a grace per schedule, a start deadline per job, the skipped state',
+    sql: ({ quoted: s }) => `
+      -- Existing schedules get the library's default grace (DEFAULT_MISSED_SLOT_GRACE).
+      ALTER TABLE ${s}."jobSchedule"
+        ADD COLUMN "missedSlotGrace" double precision NOT NULL DEFAULT 60 CHECK ("missedSlotGrace" > 0);
+      -- A planned cron job's slot plus its schedule's grace: a claim after it records the job
+      -- skipped instead of running it. NULL (every other job, and a cron job once it has started:
+      -- retries and requeues do not carry it) never expires. Nullable without a default, so adding
+      -- it rewrites nothing.
+      ALTER TABLE ${s}.jobs ADD COLUMN "startBy" timestamptz;
+      -- The upgrade is itself a restart: the planned jobs already queued get their deadline too, so
+      -- the boot that applies this does not run them late. Only jobs never claimed (no history
+      -- row): a retried or requeued cron job has started and is never skipped.
+      UPDATE ${s}.jobs j SET "startBy" = p.slot + make_interval(secs => sc."missedSlotGrace")
+      FROM ${s}."jobScheduleSlot" p JOIN ${s}."jobSchedule" sc ON sc.name = p.schedule
+      WHERE p."jobId" = j.id AND NOT EXISTS (SELECT 1 FROM ${s}."jobHistory" h WHERE h.id = j.id);
+      -- NOT VALID: validating would scan all of history under this transaction's exclusive lock,
+      -- blocking every write meanwhile, to prove what the constraint it replaces already proved
+      -- (its states are a subset). New and updated rows are checked all the same.
+      ALTER TABLE ${s}."jobHistory" DROP CONSTRAINT "jobHistory_state_check";
+      ALTER TABLE ${s}."jobHistory" ADD CONSTRAINT "jobHistory_state_check"
+        CHECK (state IN ('active', 'completed', 'failed', 'interrupted', 'cancelled', 'skipped')) NOT VALID;
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */
