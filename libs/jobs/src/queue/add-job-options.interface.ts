@@ -21,7 +21,10 @@ export interface AddJobOptions<Payload = unknown> {
   notify?: boolean;
   /** Return a `promise` that settles when the job ends, on whichever instance it runs. */
   promise?: boolean;
-  /** Higher runs first; equal priorities run first-in, first-out. Integer, default 0. */
+  /**
+   * Higher runs first; among equal priorities, the job due first (`waitUntil`), then the one
+   * inserted first. Integer, default 0.
+   */
   priority?: number;
   /**
    * At most one pending job per key: adding a job whose key is already pending returns the
