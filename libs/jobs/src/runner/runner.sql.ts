@@ -42,6 +42,32 @@ export function runnerSql({ quoted: s }: SchemaName) {
              "executedBy", "createdAt"
       FROM released
       RETURNING id`;
+  /**
+   * Whether the claimed job `c` missed its cron slot: not started by its "startBy" (the slot plus
+   * its schedule's grace), and, under 'runOnce', not the latest missed slot of its schedule. Cheap
+   * for every other job ("startBy" is NULL): the CASE stops there. Evaluated where it is used, not
+   * materialised in a CTE of its own: a CTE that copies every claimed row (payloads included) once
+   * more cost the drain a tenth of its throughput. Deterministic within the statement (one now(),
+   * one snapshot), so every use agrees.
+   *
+   * Scalar subqueries with LIMIT, not EXISTS: PostgreSQL may plan an EXISTS here as one hashed
+   * anti-join over every slot row of every schedule, built by each claim that has a missed job; a
+   * scalar subquery stays a per-row look-up on the slot indexes (asserted in test/claim-plan.spec.ts).
+   */
+  const skipped = (c: string) => `CASE
+          WHEN ${c}."startBy" IS NULL OR ${c}."startBy" >= now() THEN false
+          -- No slot row (pruned, or a job inserted by hand) cannot be the latest: skipped.
+          ELSE COALESCE((
+            SELECT sc."missedSlots" <> 'runOnce' OR (
+              -- Both bounds on slot: an index range, left at the first row found.
+              SELECT true FROM ${s}."jobScheduleSlot" later
+              WHERE later.schedule = p.schedule AND later.slot > p.slot
+                AND later.slot < now() - make_interval(secs => sc."missedSlotGrace")
+              LIMIT 1) IS NOT NULL
+            FROM ${s}."jobScheduleSlot" p JOIN ${s}."jobSchedule" sc ON sc.name = p.schedule
+            WHERE p."jobId" = ${c}.id
+            LIMIT 1), true)
+        END`;
   const notifyEnd = (row: string) =>
     `pg_notify($2, json_build_object('event', 'jobCompleted', 'id', ${row}.id, 'state', ${row}.state,
                                      'error', left(${row}."lastErrorMessage", 2000))::text)`;
@@ -86,26 +112,6 @@ export function runnerSql({ quoted: s }: SchemaName) {
           FOR UPDATE SKIP LOCKED
         ))
         RETURNING *
-      ), judged AS (
-        -- Scalar subqueries with LIMIT, not EXISTS: PostgreSQL may plan an EXISTS here as one
-        -- hashed anti-join over every slot row of every schedule, built by each claim that has a
-        -- missed job; a scalar subquery stays a per-row look-up on the slot indexes (asserted in
-        -- test/claim-plan.spec.ts).
-        SELECT c.*, CASE
-          WHEN c."startBy" IS NULL OR c."startBy" >= now() THEN false
-          -- No slot row (pruned, or a job inserted by hand) cannot be the latest: skipped.
-          ELSE COALESCE((
-            SELECT sc."missedSlots" <> 'runOnce' OR (
-              -- Both bounds on slot: an index range, left at the first row found.
-              SELECT true FROM ${s}."jobScheduleSlot" later
-              WHERE later.schedule = p.schedule AND later.slot > p.slot
-                AND later.slot < now() - make_interval(secs => sc."missedSlotGrace")
-              LIMIT 1) IS NOT NULL
-            FROM ${s}."jobScheduleSlot" p JOIN ${s}."jobSchedule" sc ON sc.name = p.schedule
-            WHERE p."jobId" = c.id
-            LIMIT 1), true)
-        END AS skipped
-        FROM claimed c
       ), started AS (
         INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
                                              "wasScheduled", awaited, "executedBy", "lastErrorMessage",
@@ -117,7 +123,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
                  || to_char("startBy" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
                  || ' (the slot + missedSlotGrace).' END,
                "createdAt", CASE WHEN skipped THEN NULL ELSE now() END, CASE WHEN skipped THEN now() END
-        FROM judged
+        FROM claimed c, LATERAL (SELECT ${skipped('c')} AS skipped) j
         ON CONFLICT (id) DO UPDATE SET
           state = EXCLUDED.state, attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
           "executedBy" = EXCLUDED."executedBy", "startedAt" = EXCLUDED."startedAt",
@@ -125,8 +131,8 @@ export function runnerSql({ quoted: s }: SchemaName) {
           "lastErrorMessage" = COALESCE(EXCLUDED."lastErrorMessage", h."lastErrorMessage"),
           "updatedAt" = now()
       )
-      SELECT id, task, payload, priority, retries + 1 AS attempt, "maxRetries", skipped
-      FROM judged
+      SELECT id, task, payload, priority, retries + 1 AS attempt, "maxRetries", ${skipped('c')} AS skipped
+      FROM claimed c
       ORDER BY priority DESC, "waitUntil", seq`),
 
     /**
