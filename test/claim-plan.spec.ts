@@ -2,20 +2,10 @@ import { runnerSql } from '../libs/jobs/src/runner/runner.sql.js';
 import { toSchemaName } from '../libs/jobs/src/database/schema-name.js';
 import { startJobsApp } from './support/jobs-app.js';
 import { recording } from './support/recorder.js';
+import { planNodes } from './support/query-plan.js';
 import { useTestDatabase } from './support/test-database.js';
 
 const db = useTestDatabase();
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-}
 
 it('claims by walking the claim-order index even when the queue was never analysed', async () => {
   const producer = await startJobsApp(db.url, {
@@ -35,11 +25,7 @@ it('claims by walking the claim-order index even when the queue was never analys
 
   // Parameters bound, as the runner sends them: the planner sees the actual limit and tasks.
   const { claim } = runnerSql(toSchemaName('jobs'));
-  const [{ 'QUERY PLAN': plan }] = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-    `EXPLAIN (FORMAT JSON) ${claim.text}`,
-    [50, 'planner-test', ['record']],
-  );
-  const all = nodes(plan[0].Plan);
+  const all = await planNodes(db, claim.text, [50, 'planner-test', ['record']]);
   // The claim's subquery walks jobs_claim_order in order and stops at the limit (the delete then
   // goes to the claimed rows by ctid): nothing reads, or sorts, the whole queue.
   expect(all.filter((node) => node['Index Name'] === 'jobs_claim_order')).toEqual([
@@ -69,13 +55,10 @@ it('judges missed cron jobs row by row on the slot indexes, never by a pass over
   await db.query('ANALYZE jobs."jobScheduleSlot"');
 
   const { claim } = runnerSql(toSchemaName('jobs'));
-  const [{ 'QUERY PLAN': plan }] = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-    `EXPLAIN (FORMAT JSON) ${claim.text}`,
-    [50, 'planner-test', ['record']],
-  );
+  const all = await planNodes(db, claim.text, [50, 'planner-test', ['record']]);
   // An EXISTS here was planned as one hashed anti-join of all slots per claim (half a second).
   expect(
-    nodes(plan[0].Plan).filter(
+    all.filter(
       (node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobScheduleSlot',
     ),
   ).toEqual([]);

@@ -28,31 +28,20 @@ beforeAll(async () => {
 });
 afterAll(() => database?.close());
 
-/** What the instances of a live fleet do meanwhile: claim (insert) and complete (update) history rows. */
-function startWriter() {
-  const client = new pg.Client({ connectionString: db.url, application_name: 'fleet-writer' });
+/**
+ * Runs `step` on a connection of its own, again and again, until `stop()`: a session doing its work
+ * while the migration runs beside it.
+ */
+function repeatOnConnection(applicationName: string, step: (client: pg.Client) => Promise<void>) {
+  const client = new pg.Client({ connectionString: db.url, application_name: applicationName });
   client.on('error', () => undefined);
-  const commits: number[] = [];
   let running = true;
   const done = (async () => {
     await client.connect();
-    while (running) {
-      const {
-        rows: [{ id }],
-      } = await client.query<{ id: string }>(
-        `INSERT INTO online."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt", "startedAt")
-         VALUES (gen_random_uuid(), 'writer', 'active', 1, 0, now(), now()) RETURNING id`,
-      );
-      await client.query(
-        `UPDATE online."jobHistory" SET state = 'completed', "completedAt" = now() WHERE id = $1`,
-        [id],
-      );
-      commits.push(Date.now());
-    }
+    while (running) await step(client);
     await client.end();
   })();
   return {
-    commits,
     stop: async () => {
       running = false;
       await done;
@@ -60,37 +49,43 @@ function startWriter() {
   };
 }
 
+/** What the instances of a live fleet do meanwhile: claim (insert) and complete (update) history rows. */
+function startWriter() {
+  const commits: number[] = [];
+  const loop = repeatOnConnection('fleet-writer', async (client) => {
+    const {
+      rows: [{ id }],
+    } = await client.query<{ id: string }>(
+      `INSERT INTO online."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt", "startedAt")
+       VALUES (gen_random_uuid(), 'writer', 'active', 1, 0, now(), now()) RETURNING id`,
+    );
+    await client.query(
+      `UPDATE online."jobHistory" SET state = 'completed', "completedAt" = now() WHERE id = $1`,
+      [id],
+    );
+    commits.push(Date.now());
+  });
+  return { commits, stop: loop.stop };
+}
+
 /**
  * Samples, as often as it can, whether an index of the history is being built and whether the
  * writer waits on a lock.
  */
 function startObserver() {
-  const client = new pg.Client({ connectionString: db.url });
-  client.on('error', () => undefined);
   const samples: { at: number; building: boolean; writerBlocked: boolean }[] = [];
-  let running = true;
-  const done = (async () => {
-    await client.connect();
-    while (running) {
-      const {
-        rows: [row],
-      } = await client.query<{ building: boolean; writerBlocked: boolean }>(
-        `SELECT EXISTS (SELECT 1 FROM pg_stat_progress_create_index
-                        WHERE relid = 'online."jobHistory"'::regclass) AS building,
-                EXISTS (SELECT 1 FROM pg_stat_activity
-                        WHERE application_name = 'fleet-writer' AND wait_event_type = 'Lock') AS "writerBlocked"`,
-      );
-      samples.push({ at: Date.now(), ...row });
-    }
-    await client.end();
-  })();
-  return {
-    samples,
-    stop: async () => {
-      running = false;
-      await done;
-    },
-  };
+  const loop = repeatOnConnection('fleet-observer', async (client) => {
+    const {
+      rows: [row],
+    } = await client.query<{ building: boolean; writerBlocked: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pg_stat_progress_create_index
+                      WHERE relid = 'online."jobHistory"'::regclass) AS building,
+              EXISTS (SELECT 1 FROM pg_stat_activity
+                      WHERE application_name = 'fleet-writer' AND wait_event_type = 'Lock') AS "writerBlocked"`,
+    );
+    samples.push({ at: Date.now(), ...row });
+  });
+  return { samples, stop: loop.stop };
 }
 
 async function indexState(): Promise<{ valid: boolean; definition: string } | undefined> {

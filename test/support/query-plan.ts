@@ -1,0 +1,29 @@
+import type { TestDatabase } from './test-database.js';
+
+/** One node of `EXPLAIN (FORMAT JSON)`, with the fields plan tests look at. */
+export interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+/**
+ * Every node of the plan PostgreSQL chooses for `text` with `values` bound (as the library sends
+ * them, so the planner sees the actual parameters), flattened: a test asserts on what it finds.
+ */
+export async function planNodes(
+  db: TestDatabase,
+  text: string,
+  values: unknown[],
+): Promise<PlanNode[]> {
+  const [{ 'QUERY PLAN': explained }] = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+    `EXPLAIN (FORMAT JSON) ${text}`,
+    values,
+  );
+  return flatten(explained[0].Plan);
+}
+
+function flatten(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(flatten)];
+}
