@@ -73,7 +73,7 @@ describe('five instances planning at once', () => {
     const start = await dbNow();
 
     const counts = await Promise.all(
-      apps.flatMap((app) => Array.from({ length: 8 }, () => planner(app).addScheduled())),
+      apps.flatMap((app) => Array.from({ length: 8 }, () => planner(app).planSlots())),
     );
 
     const rows = await plannedJobs();
@@ -131,7 +131,7 @@ describe('a schedule changed while other instances plan it', () => {
       apps.flatMap((app, i) =>
         Array.from({ length: 6 }, (_, round) =>
           i === 0
-            ? planner(app).addScheduled()
+            ? planner(app).planSlots()
             : planner(app).setSchedule({
                 name: 'moving',
                 task: 'tick',
@@ -388,7 +388,7 @@ describe('slots missed while every instance was down', () => {
       expect(await plannedJobs('skipper')).toHaveLength(10);
       expect(await plannedJobs('catcher')).toHaveLength(11);
       // The catch-up is not repeated by the next round.
-      expect(await planner(app).addScheduled()).toBeLessThanOrEqual(2);
+      expect(await planner(app).planSlots()).toBeLessThanOrEqual(2);
       expect((await due('catcher')).length).toBeLessThanOrEqual(2);
     } finally {
       await app.close();

@@ -7,7 +7,7 @@ import { useTestDatabase } from './support/test-database.js';
 const db = useTestDatabase('jobs_cron_seed');
 
 /**
- * The seed's `addScheduled` loop, kept as it was (cron-parser v5 API misuse included), minus the
+ * The seed's `planSlots` loop, kept as it was (cron-parser v5 API misuse included), minus the
  * database: given the schedules and the pending scheduled jobs, it returns what it would `addJob`.
  */
 function seedAddScheduled(
@@ -80,8 +80,8 @@ it("plans the missing slots of a schedule that already has planned jobs (the see
   );
   expect(seed).toHaveLength(0);
 
-  expect(await cron.addScheduled()).toBe(9);
-  expect(await cron.addScheduled()).toBe(0);
+  expect(await cron.planSlots()).toBe(9);
+  expect(await cron.planSlots()).toBe(0);
   const slots = (await plannedSlots()).map((row) => row.slot.getTime());
   expect(slots).toHaveLength(10);
   expect(new Set(slots).size).toBe(10);

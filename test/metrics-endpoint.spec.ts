@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { JobTask, JobsMetrics, JobsMetricsModule } from 'nestjs-pg-jobs';
+import { JobTask, JobsMetricsService, JobsMetricsModule } from 'nestjs-pg-jobs';
 import type { JobTaskHandler } from 'nestjs-pg-jobs';
 import { FlakyTask } from './support/flaky-task.js';
 import { startHttpJobsApp } from './support/http-app.js';
@@ -100,8 +100,8 @@ it('reports added, completed and failed counts, durations, queue depth and activ
   expect(seconds * 1000).toBeGreaterThanOrEqual(released - seenRunning - 5);
 });
 
-it('exports JobsMetrics for an endpoint of your own, with the same registry', async () => {
-  const metrics = server.app.get(JobsMetrics);
+it('exports JobsMetricsService for an endpoint of your own, with the same registry', async () => {
+  const metrics = server.app.get(JobsMetricsService);
   expect(metrics.contentType).toMatch(/^text\/plain/);
   expect(await metrics.metrics()).toContain('nestjs_pg_jobs_added_total');
 });

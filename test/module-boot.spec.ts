@@ -2,7 +2,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   InvalidCronExpressionError,
-  InvalidJobsOptionError,
+  InvalidModuleOptionError,
   InvalidTaskHandlerError,
   InvalidTimeZoneError,
   JobQueueService,
@@ -50,7 +50,7 @@ describe('a bad module option fails the boot with a message naming the option an
     ],
   ])('%j', async (options, message) => {
     const attempt = boot(options as Partial<JobsModuleOptions>);
-    await expect(attempt).rejects.toThrow(InvalidJobsOptionError);
+    await expect(attempt).rejects.toThrow(InvalidModuleOptionError);
     await expect(attempt).rejects.toThrow(message);
   });
 });

@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { InvalidJobsOptionError } from 'nestjs-pg-jobs';
+import { InvalidModuleOptionError } from 'nestjs-pg-jobs';
 import { startJobsApp } from './support/jobs-app.js';
 import { recording } from './support/recorder.js';
 import { useTestDatabase } from './support/test-database.js';
@@ -44,6 +44,6 @@ it('prepares nothing with preparedStatements: false, for poolers that cannot kee
 
 it('refuses a preparedStatements that is not a boolean, naming it', async () => {
   const boot = startJobsApp(db.url, { options: { preparedStatements: 'yes' as never } });
-  await expect(boot).rejects.toThrow(InvalidJobsOptionError);
+  await expect(boot).rejects.toThrow(InvalidModuleOptionError);
   await expect(boot).rejects.toThrow('preparedStatements');
 });

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { Injectable } from '@nestjs/common';
 import type { Type } from '@nestjs/common';
 import {
-  InvalidJobsOptionError,
+  InvalidModuleOptionError,
   InvalidTaskHandlerError,
   JobTask,
   UnknownTaskError,
@@ -43,7 +43,7 @@ describe('a bad worker option fails the boot with a message naming the option an
     ],
   ])('%j', async (options, message) => {
     const attempt = boot(options as Partial<JobsModuleOptions>);
-    await expect(attempt).rejects.toThrow(InvalidJobsOptionError);
+    await expect(attempt).rejects.toThrow(InvalidModuleOptionError);
     await expect(attempt).rejects.toThrow(message);
   });
 });

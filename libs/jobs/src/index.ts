@@ -23,7 +23,7 @@ export { JobEventsService } from './events/job-events.service.js';
 export type * from './events/job-lifecycle-event.interface.js';
 export { RetentionService } from './retention/retention.service.js';
 export { JobsMetricsModule } from './metrics/jobs-metrics.module.js';
-export { JobsMetrics } from './metrics/jobs-metrics.js';
+export { JobsMetrics, JobsMetricsService } from './metrics/jobs-metrics.service.js';
 export type { JobsMetricsModuleOptions } from './metrics/jobs-metrics-options.interface.js';
 export { JobsAdminModule } from './admin/jobs-admin.module.js';
 export { JobsAdminService } from './admin/jobs-admin.service.js';

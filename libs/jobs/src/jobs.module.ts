@@ -4,7 +4,7 @@ import { CronPlannerService } from './cron/cron-planner.service.js';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
 import { InstanceHeartbeat } from './instances/instance-heartbeat.service.js';
-import { JobEvents } from './events/job-events.js';
+import { LifecycleEmitter } from './events/lifecycle-emitter.js';
 import { JobEventsService } from './events/job-events.service.js';
 import { JobsLifecycle } from './jobs.lifecycle.js';
 import { JOBS_MODULE_OPTIONS, JobsConfigurableModule } from './jobs.module-definition.js';
@@ -46,7 +46,7 @@ import { WorkerPool } from './worker-pool/worker-pool.service.js';
     TaskRegistry,
     NotificationListener,
     CompletionWaiters,
-    JobEvents,
+    LifecycleEmitter,
     JobEventsService,
     JobQueueService,
     WorkerPool,

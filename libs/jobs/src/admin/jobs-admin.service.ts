@@ -5,7 +5,7 @@ import { findInApp } from '../common/find-in-app.js';
 import { CronPlannerService } from '../cron/cron-planner.service.js';
 import type { ScheduleInfo } from '../cron/cron-schedule.interface.js';
 import { JobsDatabase } from '../database/jobs-database.js';
-import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/job-events.js';
+import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { JobInfo } from '../queue/job-info.interface.js';

@@ -6,7 +6,7 @@ import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { InvalidScheduleError, UnknownTaskError } from '../errors/jobs.errors.js';
-import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/job-events.js';
+import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { CronScheduleOptions, ScheduleInfo } from './cron-schedule.interface.js';
@@ -77,10 +77,15 @@ export class CronPlannerService {
    * and the catch-up run of `runOnce` schedules that missed slots. Safe to call from any number
    * of instances at once. Returns how many jobs this call planned.
    */
-  async addScheduled(): Promise<number> {
+  async planSlots(): Promise<number> {
     const planned = await this.plan();
     await this.db.query(this.sql.pruneSlots, [SLOT_RETENTION_SECONDS]);
     return planned;
+  }
+
+  /** @deprecated Renamed {@link CronPlannerService.planSlots}: it plans slots, it adds nothing else. */
+  addScheduled(): Promise<number> {
+    return this.planSlots();
   }
 
   /**
@@ -94,7 +99,7 @@ export class CronPlannerService {
     this.assertKnownTask(validated);
     this.warnIfGraceWithinPolling(validated);
     await this.write(validated);
-    await this.addScheduled();
+    await this.planSlots();
   }
 
   /** Removes a schedule and its planned jobs that have not started. Returns `false` if there was none. */
@@ -147,7 +152,7 @@ export class CronPlannerService {
   async start(): Promise<void> {
     try {
       await this.syncStaticSchedules();
-      await this.addScheduled();
+      await this.planSlots();
     } catch (err) {
       this.logger.warn(
         `Planning cron jobs at boot failed (retried every scheduledCheck): ${toError(err).message}`,
@@ -167,7 +172,7 @@ export class CronPlannerService {
       this.options.instanceId,
       this.options.scheduledCheck / 2,
     ]);
-    return locked.length > 0 ? this.addScheduled() : 0;
+    return locked.length > 0 ? this.planSlots() : 0;
   }
 
   private async syncStaticSchedules(): Promise<void> {

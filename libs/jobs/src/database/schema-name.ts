@@ -1,4 +1,4 @@
-import { InvalidJobsOptionError } from '../errors/jobs.errors.js';
+import { InvalidModuleOptionError } from '../errors/jobs.errors.js';
 
 /**
  * A validated schema name, quoted once. Identifiers cannot be bound as SQL parameters, so this is
@@ -15,7 +15,7 @@ const IDENTIFIER = /^[a-z_][a-z0-9_]{0,39}$/;
 
 export function toSchemaName(value: unknown): SchemaName {
   if (typeof value !== 'string' || !IDENTIFIER.test(value) || value.startsWith('pg_')) {
-    throw new InvalidJobsOptionError(
+    throw new InvalidModuleOptionError(
       'schema',
       value,
       'must be a lower-case identifier of at most 40 characters (letters, digits, _; not starting with pg_)',

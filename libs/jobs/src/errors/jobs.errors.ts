@@ -12,7 +12,7 @@ export class JobsError extends Error {
 }
 
 /** A module option is missing, of the wrong type or out of range. Thrown while the app boots. */
-export class InvalidJobsOptionError extends JobsError {
+export class InvalidModuleOptionError extends JobsError {
   constructor(
     readonly option: string,
     readonly value: unknown,
@@ -21,6 +21,11 @@ export class InvalidJobsOptionError extends JobsError {
     super(`JobsModule option "${option}" ${expectation}; got ${describe(value)}.`);
   }
 }
+
+/** @deprecated Renamed {@link InvalidModuleOptionError}, so it is not mistaken for {@link InvalidJobOptionsError}. */
+export const InvalidJobsOptionError = InvalidModuleOptionError;
+/** @deprecated Renamed {@link InvalidModuleOptionError}. */
+export type InvalidJobsOptionError = InvalidModuleOptionError;
 
 /** An argument of `addJob`, `getJob` or `cancelJob` is invalid. Nothing was written. */
 export class InvalidJobOptionsError extends JobsError {

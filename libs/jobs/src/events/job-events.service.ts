@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Observable, filter } from 'rxjs';
-import { JobEvents } from './job-events.js';
+import { LifecycleEmitter } from './lifecycle-emitter.js';
 import type { JobLifecycleEvent, JobLifecycleEventType } from './job-lifecycle-event.interface.js';
 
 /**
@@ -23,7 +23,7 @@ export class JobEventsService {
   /** Every event; hot, with no replay: a subscriber hears what happens after it subscribes. */
   readonly events$: Observable<JobLifecycleEvent>;
 
-  constructor(@Inject(JobEvents) events: JobEvents) {
+  constructor(@Inject(LifecycleEmitter) events: LifecycleEmitter) {
     this.events$ = new Observable<JobLifecycleEvent>((subscriber) =>
       events.listen((event) => subscriber.next(event)),
     );

@@ -9,7 +9,7 @@ import type { Registry } from 'prom-client';
 export interface JobsMetricsModuleOptions {
   /**
    * Route of the Prometheus text endpoint. Default `'metrics'`. `false` mounts nothing: serve
-   * `JobsMetrics.metrics()` from a controller of your own, or scrape the `registry` you passed.
+   * `JobsMetricsService.metrics()` from a controller of your own, or scrape the `registry` you passed.
    */
   path?: string | false;
   /** The registry to register into, e.g. prom-client's default `register` with your app's metrics. Default: a registry of its own. */

@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, Res, UseGuards } from '@nestjs/common';
 import type { CanActivate, Type } from '@nestjs/common';
-import { JobsMetrics } from './jobs-metrics.js';
+import { JobsMetricsService } from './jobs-metrics.service.js';
 
 /** Express' and Fastify's replies both take a header and a body this way. */
 interface Reply {
@@ -16,7 +16,7 @@ export function createMetricsController(
   @Controller(path)
   @UseGuards(...guards)
   class JobsMetricsController {
-    constructor(@Inject(JobsMetrics) private readonly metrics: JobsMetrics) {}
+    constructor(@Inject(JobsMetricsService) private readonly metrics: JobsMetricsService) {}
 
     @Get()
     async scrape(@Res() reply: Reply): Promise<void> {

@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import type { DynamicModule } from '@nestjs/common';
 import type { JobsMetricsModuleOptions } from './jobs-metrics-options.interface.js';
 import { createMetricsController } from './jobs-metrics.controller.js';
-import { JOBS_METRICS_OPTIONS, JobsMetrics } from './jobs-metrics.js';
+import { JOBS_METRICS_OPTIONS, JobsMetricsService } from './jobs-metrics.service.js';
 
 /**
  * Prometheus metrics of the queue, and a `GET /metrics` endpoint (opt-in). Import it next to
@@ -12,7 +12,7 @@ import { JOBS_METRICS_OPTIONS, JobsMetrics } from './jobs-metrics.js';
  * imports: [JobsModule.forRoot({ ... }), JobsMetricsModule.forRoot({ path: 'metrics' })]
  * ```
  *
- * `JobsMetrics` is exported: inject it to serve `metrics()` yourself.
+ * `JobsMetricsService` is exported: inject it to serve `metrics()` yourself.
  *
  * @publicApi
  */
@@ -23,9 +23,9 @@ export class JobsMetricsModule {
     return {
       module: JobsMetricsModule,
       imports: options.imports ?? [],
-      providers: [{ provide: JOBS_METRICS_OPTIONS, useValue: options }, JobsMetrics],
+      providers: [{ provide: JOBS_METRICS_OPTIONS, useValue: options }, JobsMetricsService],
       controllers: path === false ? [] : [createMetricsController(path, options.guards ?? [])],
-      exports: [JobsMetrics],
+      exports: [JobsMetricsService],
     };
   }
 }

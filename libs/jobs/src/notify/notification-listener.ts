@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type pg from 'pg';
 import { JobsDatabase } from '../database/jobs-database.js';
-import { channelFor, parseNotification } from './job-events.js';
-import type { JobsNotification } from './job-events.js';
+import { channelFor, parseNotification } from './notification-protocol.js';
+import type { JobsNotification } from './notification-protocol.js';
 
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;

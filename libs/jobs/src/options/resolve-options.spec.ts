@@ -1,4 +1,4 @@
-import { InvalidJobsOptionError } from '../errors/jobs.errors.js';
+import { InvalidModuleOptionError } from '../errors/jobs.errors.js';
 import * as defaults from './defaults.js';
 import { resolveJobsOptions } from './resolve-options.js';
 
@@ -44,7 +44,7 @@ describe('resolveJobsOptions', () => {
   it('refuses a DataSource of another database type', () => {
     expect(() =>
       resolveJobsOptions({ dataSource: { options: { type: 'mysql' } } as never }),
-    ).toThrow(InvalidJobsOptionError);
+    ).toThrow(InvalidModuleOptionError);
   });
 
   it.each(['pg_catalog', 'Jobs', 'a-b', '', 'x'.repeat(41)])(
@@ -70,7 +70,7 @@ describe('resolveJobsOptions', () => {
     expect(() =>
       resolveJobsOptions({ connection: 'x', heartbeatInterval: 2, instanceTimeout: 3 }),
     ).toThrow(
-      new InvalidJobsOptionError(
+      new InvalidModuleOptionError(
         'instanceTimeout',
         3,
         'must be at least twice heartbeatInterval (2s), so that one late heartbeat does not get a live instance presumed dead',
@@ -130,7 +130,7 @@ describe('missedSlotGrace', () => {
     expect(() =>
       resolveJobsOptions({ connection: 'x', pollingCheck: 10, missedSlotGrace: 10 }),
     ).toThrow(
-      new InvalidJobsOptionError(
+      new InvalidModuleOptionError(
         'missedSlotGrace',
         10,
         'must be longer than pollingCheck (10s): a cron job that falls due just after a poll waits for the next one, and would be skipped as missed',

@@ -8,7 +8,7 @@ import type { PoolConfig } from 'pg';
 import { validateSchedule } from '../cron/validate-schedule.js';
 import type { ValidatedSchedule } from '../cron/validate-schedule.js';
 import { toSchemaName } from '../database/schema-name.js';
-import { InvalidJobsOptionError } from '../errors/jobs.errors.js';
+import { InvalidModuleOptionError } from '../errors/jobs.errors.js';
 import { attemptOverrun, OVERRUN_HAZARD } from './attempt-overrun.js';
 import * as defaults from './defaults.js';
 import { optionChecks } from '../common/option-checks.js';
@@ -16,7 +16,7 @@ import type { JobsModuleOptions } from './jobs-module-options.interface.js';
 import type { ResolvedJobsOptions } from './resolved-options.js';
 
 const optionError = (option: string, value: unknown, expectation: string) =>
-  new InvalidJobsOptionError(option, value, expectation);
+  new InvalidModuleOptionError(option, value, expectation);
 const { integer, seconds, flag } = optionChecks(optionError);
 
 const KNOWN_OPTIONS = new Set<string>([
@@ -68,7 +68,7 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
     resolved.workerModule !== undefined,
   );
   if (overrun) {
-    throw new InvalidJobsOptionError(
+    throw new InvalidModuleOptionError(
       'staleJobTimeout',
       resolved.staleJobTimeout,
       `must exceed taskTimeout (${resolved.taskTimeout}s) + ${overrun.extras} = ${overrun.longest}s, ${OVERRUN_HAZARD}`,
@@ -164,7 +164,7 @@ function resolveConnection(
 ): Pick<ResolvedJobsOptions, 'connection' | 'dataSource'> {
   const { connection, dataSource } = options;
   if (connection !== undefined && dataSource !== undefined) {
-    throw new InvalidJobsOptionError(
+    throw new InvalidModuleOptionError(
       'dataSource',
       '(a DataSource)',
       'cannot be combined with "connection"',
@@ -173,7 +173,7 @@ function resolveConnection(
   if (dataSource !== undefined) {
     const type = (dataSource as { options?: { type?: unknown } })?.options?.type;
     if (type !== 'postgres') {
-      throw new InvalidJobsOptionError(
+      throw new InvalidModuleOptionError(
         'dataSource',
         type,
         'must be a TypeORM DataSource of type "postgres"',
@@ -187,7 +187,7 @@ function resolveConnection(
   if (connection !== null && typeof connection === 'object' && !Array.isArray(connection)) {
     return { connection: { ...(connection as PoolConfig) } };
   }
-  throw new InvalidJobsOptionError(
+  throw new InvalidModuleOptionError(
     'connection',
     connection,
     'must be a connection string or pg pool options (or pass "dataSource")',
@@ -198,7 +198,7 @@ function resolveMaxRetryDelay(value: unknown): number {
   const delay = seconds('maxRetryDelay', value, defaults.DEFAULT_MAX_RETRY_DELAY);
   // A retry due after the end of PostgreSQL's timestamps could not be written at all.
   if (delay > defaults.MAX_RETRY_DELAY_LIMIT) {
-    throw new InvalidJobsOptionError(
+    throw new InvalidModuleOptionError(
       'maxRetryDelay',
       value,
       `must be at most ${defaults.MAX_RETRY_DELAY_LIMIT} seconds (about 100 years)`,
@@ -222,7 +222,7 @@ function resolveLiveness(
   );
   // One late heartbeat (a GC pause, a slow query) must not get a live instance's jobs requeued.
   if (instanceTimeout < 2 * heartbeatInterval) {
-    throw new InvalidJobsOptionError(
+    throw new InvalidModuleOptionError(
       'instanceTimeout',
       instanceTimeout,
       `must be at least twice heartbeatInterval (${heartbeatInterval}s), so that one late heartbeat does not get a live instance presumed dead`,
@@ -240,7 +240,7 @@ function resolveMissedSlotGrace(value: unknown, pollingCheck: number): number {
   if (value === undefined) return Math.max(defaults.DEFAULT_MISSED_SLOT_GRACE, 2 * pollingCheck);
   const grace = seconds('missedSlotGrace', value, defaults.DEFAULT_MISSED_SLOT_GRACE);
   if (grace <= pollingCheck) {
-    throw new InvalidJobsOptionError(
+    throw new InvalidModuleOptionError(
       'missedSlotGrace',
       grace,
       `must be longer than pollingCheck (${pollingCheck}s): a cron job that falls due just after a poll waits for the next one, and would be skipped as missed`,
@@ -253,7 +253,7 @@ function resolveMissedSlotGrace(value: unknown, pollingCheck: number): number {
 function resolveSchedules(value: unknown, missedSlotGrace: number): readonly ValidatedSchedule[] {
   if (value === undefined) return [];
   if (!Array.isArray(value))
-    throw new InvalidJobsOptionError('schedules', value, 'must be an array of schedules');
+    throw new InvalidModuleOptionError('schedules', value, 'must be an array of schedules');
   return value.map((schedule) => validateSchedule(schedule, 'static', missedSlotGrace));
 }
 
@@ -285,7 +285,7 @@ function resolveWorkerPool(
       typeof limits === 'object' &&
       Object.values(limits).every((value) => typeof value === 'number' && value > 0);
     if (!ok) {
-      throw new InvalidJobsOptionError(
+      throw new InvalidModuleOptionError(
         'workerResourceLimits',
         workerResourceLimits,
         'must be an object of positive numbers',
@@ -296,7 +296,7 @@ function resolveWorkerPool(
     workerExecArgv !== undefined &&
     (!Array.isArray(workerExecArgv) || workerExecArgv.some((arg) => typeof arg !== 'string'))
   ) {
-    throw new InvalidJobsOptionError(
+    throw new InvalidModuleOptionError(
       'workerExecArgv',
       workerExecArgv,
       'must be an array of strings',
@@ -317,7 +317,7 @@ function resolveWorkerPool(
 
 function resolveWorkerModule(value: unknown): { url: string; exportName?: string } {
   if (typeof value !== 'string' || value.length === 0) {
-    throw new InvalidJobsOptionError(
+    throw new InvalidModuleOptionError(
       'workerModule',
       value,
       'must be the path of a file exporting a Nest module',
@@ -328,7 +328,7 @@ function resolveWorkerModule(value: unknown): { url: string; exportName?: string
   const exportName = hash > 0 ? value.slice(hash + 1) : undefined;
   const file = location.startsWith('file:') ? fileURLToPath(location) : resolvePath(location);
   if (!existsSync(file)) {
-    throw new InvalidJobsOptionError('workerModule', value, `names no file (looked for ${file})`);
+    throw new InvalidModuleOptionError('workerModule', value, `names no file (looked for ${file})`);
   }
   return { url: pathToFileURL(file).href, ...(exportName ? { exportName } : {}) };
 }
@@ -336,7 +336,7 @@ function resolveWorkerModule(value: unknown): { url: string; exportName?: string
 function resolveInstanceId(value: unknown): string {
   if (value === undefined) return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   if (typeof value !== 'string' || value.length === 0 || value.length > 200) {
-    throw new InvalidJobsOptionError(
+    throw new InvalidModuleOptionError(
       'instanceId',
       value,
       'must be a non-empty string of at most 200 characters',

@@ -3,11 +3,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import { JobsDatabase } from '../database/jobs-database.js';
 import type { SqlExecutor } from '../database/jobs-database.js';
 import { InvalidJobOptionsError } from '../errors/jobs.errors.js';
-import { JobEvents } from '../events/job-events.js';
+import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
-import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/job-events.js';
+import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import type { AddJobOptions, AddedJob } from './add-job-options.interface.js';
 import { CompletionWaiters } from './completion-waiters.js';
 import type { JobInfo } from './job-info.interface.js';
@@ -35,7 +35,7 @@ export class JobQueueService {
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
     @Inject(TaskRegistry) registry: TaskRegistry,
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
-    @Inject(JobEvents) private readonly events: JobEvents,
+    @Inject(LifecycleEmitter) private readonly events: LifecycleEmitter,
   ) {
     this.sql = queueSql(db.schema);
     this.channel = channelFor(db.schema);

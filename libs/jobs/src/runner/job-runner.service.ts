@@ -4,8 +4,8 @@ import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JobsShutdownError } from '../errors/jobs.errors.js';
-import { JobEvents } from '../events/job-events.js';
-import { channelFor } from '../notify/job-events.js';
+import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
+import { channelFor } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
@@ -97,7 +97,7 @@ export class JobRunner {
     @Inject(TaskRegistry) private readonly registry: TaskRegistry,
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
     @Inject(WorkerPool) private readonly workerPool: WorkerPool,
-    @Inject(JobEvents) private readonly events: JobEvents,
+    @Inject(LifecycleEmitter) private readonly events: LifecycleEmitter,
   ) {
     this.sql = runnerSql(db.schema);
     this.channel = channelFor(db.schema);

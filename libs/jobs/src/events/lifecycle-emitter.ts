@@ -22,7 +22,7 @@ interface Attempt {
  * never reports an ending (released at shutdown, fenced off) leaves nothing behind.
  */
 @Injectable()
-export class JobEvents {
+export class LifecycleEmitter {
   private readonly logger = new Logger('JobsEvents');
   private readonly listeners = new Set<Listener>();
   private readonly startedAt = new WeakMap<object, number>();

@@ -6,7 +6,7 @@ import { toError } from '../common/errors.js';
 import { findInApp } from '../common/find-in-app.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
-import { JobEvents } from '../events/job-events.js';
+import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
 import type { JobLifecycleEvent } from '../events/job-lifecycle-event.interface.js';
 import type { JobsMetricsModuleOptions } from './jobs-metrics-options.interface.js';
 import { metricsSql } from './metrics.sql.js';
@@ -27,10 +27,10 @@ const DURATION_BUCKETS = [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 300, 900];
  * @publicApi
  */
 @Injectable()
-export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
+export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
   /** The registry the metrics are in. */
   readonly registry: Registry;
-  private readonly logger = new Logger('JobsMetrics');
+  private readonly logger = new Logger('JobsMetricsService');
   private readonly added: Counter<'task'>;
   private readonly completed: Counter<'task'>;
   private readonly failed: Counter<'task' | 'final'>;
@@ -99,7 +99,11 @@ export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
     this.db = findInApp(this.moduleRef, JobsDatabase, 'JobsMetricsModule');
     this.tasks = findInApp(this.moduleRef, TaskRegistry, 'JobsMetricsModule');
     this.sql = metricsSql(this.db.schema);
-    const events = findInApp<JobEvents>(this.moduleRef, JobEvents, 'JobsMetricsModule');
+    const events = findInApp<LifecycleEmitter>(
+      this.moduleRef,
+      LifecycleEmitter,
+      'JobsMetricsModule',
+    );
     this.unlisten = events.listen((event) => this.count(event));
   }
 
@@ -160,3 +164,8 @@ export class JobsMetrics implements OnModuleInit, OnModuleDestroy {
     }
   }
 }
+
+/** @deprecated Renamed {@link JobsMetricsService}, like the other injectable services. Same class, same token. */
+export const JobsMetrics = JobsMetricsService;
+/** @deprecated Renamed {@link JobsMetricsService}. */
+export type JobsMetrics = JobsMetricsService;
