@@ -30,7 +30,8 @@ import { WorkerPool } from './worker-pool/worker-pool.service.js';
  * - bootstrap (the app is ready): listen, register the instance and start heartbeating, reap
  *   what a previous life left behind, plan the cron slots (catch-up runs included), then claim;
  * - before shutdown: stop claiming and drain while the connections (ours and a shared
- *   DataSource) are still open, then stop the worker pool and deregister;
+ *   DataSource) are still open, then stop the worker pool and deregister. Its waits are bounded:
+ *   the drain by `shutdownTimeout`, each tick's round in progress by `TICK_STOP_TIMEOUT_MS`;
  * - shutdown: close the connections this module owns.
  */
 @Injectable()

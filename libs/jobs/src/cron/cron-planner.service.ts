@@ -148,22 +148,26 @@ export class CronPlannerService {
     this.staticSchedules = schedules;
   }
 
-  /** @internal Writes the static schedules, plans once, then plans on every `scheduledCheck`. */
-  async start(): Promise<void> {
-    try {
-      await this.syncStaticSchedules();
-      await this.planSlots();
-    } catch (err) {
-      this.logger.warn(
-        `Planning cron jobs at boot failed (retried every scheduledCheck): ${toError(err).message}`,
-      );
-    }
-    this.tick.start();
+  /**
+   * @internal Writes the static schedules and plans once, then plans on every `scheduledCheck`
+   * (where a failed boot round is retried).
+   */
+  start(): Promise<void> {
+    return this.tick.startNow(() => this.bootRound());
   }
 
   /** @internal */
   stop(): Promise<void> {
     return this.tick.stop();
+  }
+
+  /**
+   * At boot an instance plans whoever holds the round lock: a round a peer has just done predates
+   * the static schedules this instance has just written.
+   */
+  private async bootRound(): Promise<void> {
+    await this.syncStaticSchedules();
+    await this.planSlots();
   }
 
   private async scheduledRound(): Promise<number> {

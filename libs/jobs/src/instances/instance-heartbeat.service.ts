@@ -49,6 +49,9 @@ export class InstanceHeartbeat {
   ) {
     this.sql = instancesSql(db.schema);
     this.identity = new InstanceIdentityLock(db, options.instanceId);
+    // Jittered like every tick, which is safe here only because jitter never lengthens a wait:
+    // the wait between beats stays within heartbeatInterval, so an instanceTimeout of two
+    // intervals still survives one lost beat.
     this.tick = new Tick(
       'Heartbeat',
       options.heartbeatInterval * 1000,

@@ -95,11 +95,8 @@ export class ReaperService {
   }
 
   /** @internal Reaps once (before this instance claims anything), then on every interval. */
-  async start(): Promise<void> {
-    await this.reapStaleJobs().catch((err: Error) =>
-      this.logger.warn(`Reaping stale jobs failed: ${err.message}`),
-    );
-    this.tick.start();
+  start(): Promise<void> {
+    return this.tick.startNow();
   }
 
   /** @internal */
