@@ -1,12 +1,12 @@
 import { CronExpressionParser } from 'cron-parser';
 import { assertOptionsObject } from '../common/assert-options-object.js';
+import { serialisePayload } from '../common/json-payload.js';
 import { NAME_PATTERN } from '../common/names.js';
 import {
   InvalidCronExpressionError,
   InvalidScheduleError,
   InvalidTimeZoneError,
 } from '../errors/jobs.errors.js';
-import { serialisePayload } from '../queue/validate-job.js';
 import type {
   CronScheduleOptions,
   MissedSlotPolicy,
