@@ -1,6 +1,7 @@
 import { assertOptionsObject } from '../common/assert-options-object.js';
 import { randomUUID } from 'node:crypto';
 import { serialisePayload } from '../common/json-payload.js';
+import { INT4_MAX } from '../common/option-checks.js';
 import { InvalidJobOptionsError, UnknownTaskError } from '../errors/jobs.errors.js';
 import type { AddJobOptions } from './add-job-options.interface.js';
 
@@ -26,7 +27,6 @@ export interface JobDefaults {
   readonly maxRetries: number;
 }
 
-const INT4_MAX = 2_147_483_647;
 const KNOWN_KEYS = new Set<string>([
   'task',
   'payload',
