@@ -112,7 +112,8 @@ if (process.argv.includes('--print')) {
 }
 
 if (refused.length > 0) {
-  console.error(`Folders of libs/jobs/src import each other (${refused.length} cycles):`);
+  const count = `${refused.length} cycle${refused.length === 1 ? '' : 's'}`;
+  console.error(`Folders of libs/jobs/src import each other (${count}):`);
   for (const cycle of refused) {
     console.error(`\n  ${cycle.join(' -> ')}`);
     for (let i = 0; i + 1 < cycle.length; i++) {
