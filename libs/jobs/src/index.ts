@@ -17,7 +17,7 @@ export type {
   MissedSlotPolicy,
   ScheduleInfo,
   ScheduleSource,
-} from './cron/cron-schedule.interface.js';
+} from './schedule/cron-schedule.interface.js';
 export * from './errors/jobs.errors.js';
 export { JobEventsService } from './events/job-events.service.js';
 export type * from './events/job-lifecycle-event.interface.js';

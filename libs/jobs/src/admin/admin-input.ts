@@ -1,4 +1,4 @@
-import { JOB_ID_PATTERN } from '../common/names.js';
+import { JOB_ID_PATTERN, NAME_PATTERN, NAME_RULE } from '../common/names.js';
 import { BadRequestException } from '@nestjs/common';
 import type { JobState } from '../queue/job-info.interface.js';
 
@@ -19,7 +19,6 @@ export const JOB_STATES: readonly JobState[] = [
   'cancelled',
   'skipped',
 ];
-const TASK_NAME = /^[A-Za-z0-9_.:-]{1,200}$/;
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
 const MAX_OFFSET = 100_000;
@@ -44,8 +43,8 @@ export function parseJobListQuery(query: Record<string, unknown>): JobListQuery 
   if (state !== undefined && !JOB_STATES.includes(state as JobState)) {
     throw bad(`"state" must be one of ${JOB_STATES.join(', ')}; got ${show(state)}`);
   }
-  if (task !== undefined && (typeof task !== 'string' || !TASK_NAME.test(task))) {
-    throw bad(`"task" must be a task name (1-200 letters, digits or "_.:-"); got ${show(task)}`);
+  if (task !== undefined && (typeof task !== 'string' || !NAME_PATTERN.test(task))) {
+    throw bad(`"task" must be a task name (${NAME_RULE}); got ${show(task)}`);
   }
   return {
     state: state as JobState | undefined,

@@ -3,7 +3,7 @@ import type { OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { findInApp } from '../common/find-in-app.js';
 import { CronPlannerService } from '../cron/cron-planner.service.js';
-import type { ScheduleInfo } from '../cron/cron-schedule.interface.js';
+import type { ScheduleInfo } from '../schedule/cron-schedule.interface.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';

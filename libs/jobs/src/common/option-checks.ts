@@ -1,8 +1,8 @@
 /** Makes the error for an option that failed its check, naming the option and its value. */
 export type OptionError = (option: string, value: unknown, expectation: string) => Error;
 
-/** PostgreSQL's `integer`: what `maxRetries` and attempts are stored as. */
-const INT4_MAX = 2_147_483_647;
+/** PostgreSQL's `integer`: what `maxRetries`, priorities and attempts are stored as. */
+export const INT4_MAX = 2_147_483_647;
 
 /**
  * The checks every option of the library goes through, module options and `@JobTask()` options

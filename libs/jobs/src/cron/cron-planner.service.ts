@@ -9,12 +9,12 @@ import { InvalidScheduleError, UnknownTaskError } from '../errors/jobs.errors.js
 import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
-import type { CronScheduleOptions, ScheduleInfo } from './cron-schedule.interface.js';
+import type { CronScheduleOptions, ScheduleInfo } from '../schedule/cron-schedule.interface.js';
+import { validateSchedule } from '../schedule/validate-schedule.js';
+import type { ValidatedSchedule } from '../schedule/validate-schedule.js';
 import { cronSql } from './cron.sql.js';
 import type { CronSql, ScheduleRow } from './cron.sql.js';
 import { expandSlots, latestSlotAtOrBefore } from './slot-expansion.js';
-import { validateSchedule } from './validate-schedule.js';
-import type { ValidatedSchedule } from './validate-schedule.js';
 
 /**
  * How long a slot row outlives its slot (and its job's claim). Planners only expand slots after

@@ -1,7 +1,6 @@
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { DatabaseUnreachableError } from '../errors/jobs.errors.js';
-import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { isConnectionError } from './connection-errors.js';
 import type { PreparedStatement } from './prepared-statement.js';
 import type { SchemaName } from './schema-name.js';
@@ -9,6 +8,16 @@ import type { SchemaName } from './schema-name.js';
 /** Anything that runs parameterised SQL: the module's pool, or a caller's TypeORM `EntityManager`. */
 export interface SqlExecutor {
   query(text: string, values?: unknown[]): Promise<unknown>;
+}
+
+/** The module options the database layer reads, validated (part of `ResolvedJobsOptions`). */
+export interface DatabaseOptions {
+  /** Pool options of a pool the module owns; absent when `dataSource` is shared. */
+  readonly connection?: pg.PoolConfig;
+  readonly dataSource?: DataSource;
+  readonly schema: SchemaName;
+  readonly instanceId: string;
+  readonly preparedStatements: boolean;
 }
 
 /**
@@ -31,7 +40,7 @@ export class JobsDatabase {
     private readonly prepare: boolean,
   ) {}
 
-  static async connect(options: ResolvedJobsOptions): Promise<JobsDatabase> {
+  static async connect(options: DatabaseOptions): Promise<JobsDatabase> {
     if (options.dataSource) {
       if (!options.dataSource.isInitialized) await initialize(options.dataSource);
       return new JobsDatabase(

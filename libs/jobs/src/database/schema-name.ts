@@ -1,3 +1,4 @@
+import { SCHEMA_NAME_PATTERN, SCHEMA_NAME_RULE } from '../common/names.js';
 import { InvalidModuleOptionError } from '../errors/jobs.errors.js';
 
 /**
@@ -11,15 +12,9 @@ export interface SchemaName {
   readonly quoted: string;
 }
 
-const IDENTIFIER = /^[a-z_][a-z0-9_]{0,39}$/;
-
 export function toSchemaName(value: unknown): SchemaName {
-  if (typeof value !== 'string' || !IDENTIFIER.test(value) || value.startsWith('pg_')) {
-    throw new InvalidModuleOptionError(
-      'schema',
-      value,
-      'must be a lower-case identifier of at most 40 characters (letters, digits, _; not starting with pg_)',
-    );
+  if (typeof value !== 'string' || !SCHEMA_NAME_PATTERN.test(value)) {
+    throw new InvalidModuleOptionError('schema', value, `must be ${SCHEMA_NAME_RULE}`);
   }
   return { name: value, quoted: `"${value}"` };
 }

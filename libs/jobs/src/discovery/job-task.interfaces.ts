@@ -1,4 +1,4 @@
-import type { MissedSlotPolicy } from '../cron/cron-schedule.interface.js';
+import type { MissedSlotPolicy } from '../schedule/cron-schedule.interface.js';
 
 /**
  * What a running task knows about its job.

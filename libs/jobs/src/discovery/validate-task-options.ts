@@ -1,6 +1,6 @@
 import { assertOptionsObject } from '../common/assert-options-object.js';
 import { InvalidJobTaskOptionError } from '../errors/jobs.errors.js';
-import { NAME_PATTERN } from '../common/names.js';
+import { NAME_PATTERN, NAME_RULE } from '../common/names.js';
 import { optionChecks } from '../common/option-checks.js';
 import type { JobTaskOptions } from './job-task.interfaces.js';
 
@@ -31,7 +31,7 @@ export function validateTaskOptions(options: unknown, handler: string): JobTaskO
   const { integer, seconds, flag } = optionChecks(fail);
   const { name } = options;
   if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
-    throw fail('name', name, 'must be 1-200 letters, digits or "_.:-"');
+    throw fail('name', name, `must be ${NAME_RULE}`);
   }
   if (options.maxRetries !== undefined) integer('maxRetries', options.maxRetries, 0);
   seconds('timeout', options.timeout, 1);

@@ -41,6 +41,12 @@ describe('resolveJobsOptions', () => {
     ).toThrow('"dataSource" cannot be combined with "connection"');
   });
 
+  it('asks for a connection when given neither a connection nor a dataSource', () => {
+    expect(() => resolveJobsOptions({})).toThrow(
+      'JobsModule option "connection" must be a connection string or pg pool options (or pass "dataSource"); got undefined.',
+    );
+  });
+
   it('refuses a DataSource of another database type', () => {
     expect(() =>
       resolveJobsOptions({ dataSource: { options: { type: 'mysql' } } as never }),

@@ -1,18 +1,14 @@
 import type { ResourceLimits } from 'node:worker_threads';
-import type { PoolConfig } from 'pg';
-import type { DataSource } from 'typeorm';
-import type { ValidatedSchedule } from '../cron/validate-schedule.js';
-import type { SchemaName } from '../database/schema-name.js';
+import type { DatabaseOptions } from '../database/jobs-database.js';
+import type { ValidatedSchedule } from '../schedule/validate-schedule.js';
 
-/** `JobsModuleOptions` after validation, with every default applied. Internal. */
-export interface ResolvedJobsOptions {
-  readonly connection?: PoolConfig;
-  readonly dataSource?: DataSource;
-  readonly schema: SchemaName;
+/**
+ * `JobsModuleOptions` after validation, with every default applied. Internal. `connection`,
+ * `dataSource`, `schema`, `instanceId` and `preparedStatements` are the `DatabaseOptions`.
+ */
+export interface ResolvedJobsOptions extends DatabaseOptions {
   readonly migrate: boolean;
   readonly migrationLockTimeout: number;
-  readonly preparedStatements: boolean;
-  readonly instanceId: string;
   readonly workers: number;
   /** The `workerModule` file as a `file:` URL, and the export to boot. */
   readonly workerModule?: { readonly url: string; readonly exportName?: string };

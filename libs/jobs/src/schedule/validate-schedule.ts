@@ -1,12 +1,12 @@
 import { CronExpressionParser } from 'cron-parser';
 import { assertOptionsObject } from '../common/assert-options-object.js';
-import { NAME_PATTERN } from '../common/names.js';
+import { serialisePayload } from '../common/json-payload.js';
+import { NAME_PATTERN, NAME_RULE } from '../common/names.js';
 import {
   InvalidCronExpressionError,
   InvalidScheduleError,
   InvalidTimeZoneError,
 } from '../errors/jobs.errors.js';
-import { serialisePayload } from '../queue/validate-job.js';
 import type {
   CronScheduleOptions,
   MissedSlotPolicy,
@@ -68,7 +68,7 @@ export function validateSchedule(
   }
   const name = options.name ?? task;
   if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
-    throw new InvalidScheduleError(label, 'name', name, 'must be 1-200 letters, digits or "_.:-"');
+    throw new InvalidScheduleError(label, 'name', name, `must be ${NAME_RULE}`);
   }
   const timezone = validateTimeZone(name, options.timezone ?? DEFAULT_SCHEDULE_TIMEZONE);
   const cron = validateCronExpression(name, options.cron, timezone);
