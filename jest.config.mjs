@@ -14,6 +14,7 @@ export default {
   },
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
+  reporters: ['default', '<rootDir>/test/support/suite-times.mjs'],
   testTimeout: 60_000,
   // Two cores: each test file boots Nest apps and a database of its own.
   maxWorkers: 2,

@@ -1,55 +1,23 @@
 import { waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
-import { useTestDatabase } from './support/test-database.js';
-import { fastLiveness, startEnqueuer } from './fixtures/instance/liveness.js';
-import { backendCount, createExecutionsTable } from './fixtures/instance/database.js';
-import { startInstanceProcess } from './fixtures/instance/instance-process.js';
-import type { InstanceProcess } from './fixtures/instance/instance-process.js';
-import { TcpProxy } from './fixtures/instance/tcp-proxy.js';
+import { fastLiveness, useCluster } from './support/cluster.js';
 
 const INSTANCE_TIMEOUT = 1.5;
-const liveness = fastLiveness(INSTANCE_TIMEOUT, 0.25, 4);
+const cluster = useCluster({ options: fastLiveness(INSTANCE_TIMEOUT, 0.25, 4) });
+const { db } = cluster;
 let enqueuer: JobsApp;
-const instances: InstanceProcess[] = [];
-const proxies: TcpProxy[] = [];
-
-// Declared before the database: Jest runs afterAll hooks in declaration order, and the apps
-// must close while their database still exists.
-afterAll(async () => {
-  await Promise.all(proxies.map((proxy) => proxy.up().catch(() => undefined)));
-  await enqueuer?.close();
-  await Promise.all(instances.map((instance) => instance.stop()));
-  await Promise.all(proxies.map((proxy) => proxy.down()));
-});
-const db = useTestDatabase();
 
 beforeAll(async () => {
-  await createExecutionsTable(db);
-  enqueuer = await startEnqueuer(db.url, 'loss-enqueuer');
+  enqueuer = await cluster.startEnqueuer('loss-enqueuer');
 }, 30_000);
 
-async function states(ids: string[]): Promise<Record<string, number>> {
-  const rows = await db.query<{ state: string; n: number }>(
-    `SELECT state, count(*)::int AS n FROM jobs."jobHistory" WHERE id = ANY($1::uuid[]) GROUP BY state`,
-    [ids],
-  );
-  return Object.fromEntries(rows.map((row) => [row.state, row.n]));
-}
-
+/** How many of `ids` have started at least once. */
 async function started(ids: string[]): Promise<number> {
-  const [row] = await db.query<{ n: number }>(
-    'SELECT count(DISTINCT job_id)::int AS n FROM executions WHERE job_id = ANY($1::uuid[])',
-    [ids],
-  );
-  return row.n;
+  return new Set((await cluster.runs(ids)).map((run) => run.jobId)).size;
 }
 
 it('survives the termination of all its backends mid-run: in-flight jobs end, new ones run', async () => {
-  const instance = await startInstanceProcess(db.url, {
-    ...liveness,
-    instanceId: 'loss-terminated',
-  });
-  instances.push(instance);
+  const instance = await cluster.startProcess('loss-terminated');
   const inFlight = (
     await enqueuer.queue.addJobs(
       Array.from({ length: 8 }, () => ({ task: 'record', payload: { ms: 600 } })),
@@ -65,12 +33,12 @@ it('survives the termination of all its backends mid-run: in-flight jobs end, ne
 
   await waitFor(
     'the in-flight jobs to end',
-    async () => (await states(inFlight)).completed === inFlight.length,
+    async () => (await cluster.states(inFlight)).completed === inFlight.length,
     20_000,
   );
   const { id, promise } = await enqueuer.queue.addJob({ task: 'record', promise: true });
   await promise;
-  expect(await states([id])).toEqual({ completed: 1 });
+  expect(await cluster.states([id])).toEqual({ completed: 1 });
   expect(instance.child.exitCode).toBeNull();
   // It noticed, said so, and is listening again.
   expect(instance.logs.some((line) => line.message.includes('LISTEN connection lost'))).toBe(true);
@@ -86,16 +54,7 @@ it('survives the termination of all its backends mid-run: in-flight jobs end, ne
 }, 60_000);
 
 it('keeps the result of a job that finished while the database was unreachable', async () => {
-  const target = new URL(db.url);
-  const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
-  proxies.push(proxy);
-  await proxy.up();
-  const instance = await startInstanceProcess(
-    proxy.rewrite(db.url),
-    { ...liveness, instanceId: 'loss-unreachable' },
-    db.url,
-  );
-  instances.push(instance);
+  const { instance, proxy } = await cluster.startProcessBehindProxy('loss-unreachable');
 
   // It ends while the database is away, and the outage outlasts instanceTimeout.
   const { id } = await enqueuer.queue.addJob({ task: 'record', payload: { ms: 1_000 } });
@@ -110,24 +69,32 @@ it('keeps the result of a job that finished while the database was unreachable',
   await waitFor('the outage to outlast instanceTimeout', () =>
     instance.logs.some((line) => line.message.includes('Heartbeat failed')),
   );
-  await new Promise((resolve) => setTimeout(resolve, INSTANCE_TIMEOUT * 1000));
+  // The instance's own retry timers are under test here, so its outage is real time; the
+  // database's clock says when it has lasted longer than instanceTimeout.
+  await waitFor('its last heartbeat to be older than instanceTimeout', async () => {
+    const [row] = await db.query<{ silent: boolean }>(
+      `SELECT "heartbeatAt" < now() - make_interval(secs => $2) AS silent
+       FROM jobs.instances WHERE id = $1`,
+      [instance.id, INSTANCE_TIMEOUT],
+    );
+    return row?.silent;
+  });
   await proxy.up();
 
-  await waitFor('the job to be recorded', async () => (await states([id])).completed === 1, 20_000);
+  await waitFor(
+    'the job to be recorded',
+    async () => (await cluster.states([id])).completed === 1,
+    20_000,
+  );
   expect(await enqueuer.queue.getJob(id)).toMatchObject({
     attempt: 1,
     executedBy: 'loss-unreachable',
   });
-  expect(await started([id])).toBe(1);
-  const [{ runs }] = await db.query<{ runs: number }>(
-    'SELECT count(*)::int AS runs FROM executions WHERE job_id = $1',
-    [id],
-  );
-  expect(runs).toBe(1);
+  expect(await cluster.runs([id])).toHaveLength(1);
 
   // And it goes on working.
   const next = await enqueuer.queue.addJob({ task: 'record', promise: true });
   await next.promise;
   expect(instance.child.exitCode).toBeNull();
-  expect(await backendCount(db, 'loss-unreachable')).toBeGreaterThan(0);
+  expect(await cluster.backendCount('loss-unreachable')).toBeGreaterThan(0);
 }, 60_000);

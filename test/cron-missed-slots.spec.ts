@@ -36,7 +36,7 @@ class SkipWatcher {
 const GRACE = 1;
 /** Long enough to cover the downtime: the first instance leaves the slots of the next 30 s planned. */
 const PLANNED_AHEAD = 30;
-const DOWNTIME_MS = 5_000;
+const DOWNTIME = 5;
 
 const dbNow = async () => (await db.query<{ now: Date }>('SELECT now()'))[0].now;
 
@@ -66,8 +66,35 @@ const late = (row: SlotOutcome) =>
   row.ran > 0 && row.startedAt!.getTime() > row.slot.getTime() + GRACE * 1000;
 
 /**
- * One instance runs an every-second schedule, every instance goes down for `DOWNTIME_MS` with the
- * next `PLANNED_AHEAD` slots planned, then one instance boots. Returns the database's time at the
+ * Moves every time the database holds `seconds` into the past, as if every instance had been down
+ * that long: the planner and the claim judge slots by the database's clock alone.
+ */
+async function moveIntoThePast(seconds: number): Promise<void> {
+  const columns: [table: string, columns: string[]][] = [
+    ['jobs.jobs', ['waitUntil', 'startBy', 'createdAt', 'updatedAt']],
+    ['jobs."jobHistory"', ['createdAt', 'startedAt', 'completedAt', 'updatedAt']],
+    ['jobs."jobSchedule"', ['plannedUntil', 'createdAt', 'updatedAt']],
+    ['jobs."jobLock"', ['lastCheckedAt']],
+    ['jobs.instances', ['startedAt', 'heartbeatAt']],
+    ['jobs."jobScheduleSlot"', ['plannedAt']],
+    ['ran', ['ranAt']],
+  ];
+  for (const [table, names] of columns) {
+    const set = names.map((name) => `"${name}" = "${name}" - make_interval(secs => $1)`);
+    await db.query(`UPDATE ${table} SET ${set.join(', ')}`, [seconds]);
+  }
+  // By way of a year ago: the primary key is checked row by row, and a slot moved onto one not
+  // moved yet would collide with it.
+  await db.query(
+    `UPDATE jobs."jobScheduleSlot" SET slot = slot - interval '1 year' - make_interval(secs => $1)`,
+    [seconds],
+  );
+  await db.query(`UPDATE jobs."jobScheduleSlot" SET slot = slot + interval '1 year'`);
+}
+
+/**
+ * One instance runs an every-second schedule, every instance goes down for `DOWNTIME` seconds with
+ * the next `PLANNED_AHEAD` slots planned, then one instance boots. Returns the database's time at the
  * restart and every slot's outcome once slots after the restart have run.
  */
 async function downAndUp(schedule: CronScheduleOptions) {
@@ -85,10 +112,10 @@ async function downAndUp(schedule: CronScheduleOptions) {
   const first = await startJobsApp(db.url, { tasks: [TickTask], options });
   await waitFor('the schedule to run', async () => (await ranCount()) >= 2, 20_000, 100);
   await first.close();
-  const downAt = await dbNow();
-  // The downtime is the scenario: nothing is waited for here but time passing.
-  await new Promise((resolve) => setTimeout(resolve, DOWNTIME_MS));
-
+  const closedAt = await dbNow();
+  await moveIntoThePast(DOWNTIME);
+  // When every instance went down, on the clock the rows now tell.
+  const downAt = new Date(closedAt.getTime() - DOWNTIME * 1000);
   const restartAt = await dbNow();
   const second = await startJobsApp(db.url, { tasks: [TickTask], options });
   await waitFor(

@@ -10,9 +10,10 @@ import type { CronScheduleOptions, JobTaskHandler, JobsModuleOptions } from 'nes
 import { expandSlots } from '../libs/jobs/src/cron/slot-expansion.js';
 import { startJobsApp } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
-import { useTestDatabase } from './support/test-database.js';
+import { useCluster } from './support/cluster.js';
 
-const db = useTestDatabase('jobs_cron_plan');
+const cluster = useCluster({ databasePrefix: 'jobs_cron_plan' });
+const { db } = cluster;
 
 /** Instances that plan but never run anything: planned jobs stay in `jobs` for the assertions. */
 const planningOnly: Partial<JobsModuleOptions> = {
@@ -66,7 +67,7 @@ describe('five instances planning at once', () => {
   it('plan every slot in the horizon exactly once', async () => {
     const options = { ...planningOnly, schedules, maxPlannedSlots: 30 };
     // Booting together: migrations, the static schedules and the boot rounds race as well.
-    apps = await Promise.all(Array.from({ length: 5 }, () => startJobsApp(db.url, { options })));
+    apps = await cluster.startApps(['plan-1', 'plan-2', 'plan-3', 'plan-4', 'plan-5'], { options });
     const before = (
       await db.query<{ n: number }>('SELECT count(*)::int AS n FROM jobs."jobScheduleSlot"')
     )[0].n;
@@ -123,9 +124,7 @@ describe('a schedule changed while other instances plan it', () => {
   });
 
   it('ends with only the final definition planned, whatever the interleaving', async () => {
-    apps = await Promise.all(
-      Array.from({ length: 3 }, () => startJobsApp(db.url, { options: planningOnly })),
-    );
+    apps = await cluster.startApps(['move-1', 'move-2', 'move-3'], { options: planningOnly });
     const minutes = [0, 15, 30, 45];
     await Promise.all(
       apps.flatMap((app, i) =>

@@ -1,18 +1,13 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { InstanceIdInUseError } from 'nestjs-pg-jobs';
-import { startJobsApp, waitFor } from './support/jobs-app.js';
 import { recording } from './support/recorder.js';
-import { useTestDatabase } from './support/test-database.js';
-import { createExecutionsTable } from './fixtures/instance/database.js';
-import { startFailingBoot, startInstanceProcess } from './fixtures/instance/instance-process.js';
+import { useCluster } from './support/cluster.js';
 
-const db = useTestDatabase();
-beforeAll(() => createExecutionsTable(db));
+const cluster = useCluster({ options: { heartbeatInterval: 0.2, instanceTimeout: 60 } });
+const { db } = cluster;
 
 function boot(instanceId: string) {
-  return startJobsApp(db.url, {
-    ...recording(instanceId),
-    options: { instanceId, pollingCheck: 0.2, heartbeatInterval: 0.2, instanceTimeout: 60 },
-  });
+  return cluster.startApp(instanceId, { ...recording(instanceId), options: { pollingCheck: 0.2 } });
 }
 
 it('refuses to boot a second live instance under an id in use, and leaves the first one alone', async () => {
@@ -32,20 +27,8 @@ it('refuses to boot a second live instance under an id in use, and leaves the fi
 });
 
 it('boots at once under the id of an instance that was killed, its heartbeat still fresh', async () => {
-  const killed = await startInstanceProcess(db.url, {
-    instanceId: 'phoenix',
-    heartbeatInterval: 0.2,
-    instanceTimeout: 60,
-  });
-  killed.signal('SIGKILL');
-  await killed.exited;
   // PostgreSQL releases the id's lock as it notices the dead process's connection close.
-  await waitFor('the killed instance to be disconnected', async () => {
-    const rows = await db.query(
-      `SELECT 1 FROM pg_stat_activity WHERE application_name LIKE '%phoenix:instance'`,
-    );
-    return rows.length === 0;
-  });
+  await cluster.kill(await cluster.startProcess('phoenix'));
   const [row] = await db.query<{ silentFor: number }>(
     `SELECT extract(epoch FROM now() - "heartbeatAt")::float8 AS "silentFor" FROM jobs.instances WHERE id = 'phoenix'`,
   );
@@ -56,11 +39,12 @@ it('boots at once under the id of an instance that was killed, its heartbeat sti
 
 it('stops everything a failed boot started, so that the process can exit', async () => {
   const holder = await boot('taken');
-  const failed = await startFailingBoot(db.url, { instanceId: 'taken', workers: 1 });
+  const failed = await cluster.startFailingBoot('taken', { workers: 1 });
   expect(failed.message).toContain('Instance id "taken" is in use');
   const exit = await Promise.race([
     failed.exited,
-    new Promise((resolve) => setTimeout(() => resolve('still running'), 15_000)),
+    // Unreferenced: the deadline alone must not keep the test run's process alive.
+    delay(15_000, 'still running', { ref: false }),
   ]);
   failed.kill();
   expect(exit).toBe(0);

@@ -1,32 +1,23 @@
 import { JobFailedError } from 'nestjs-pg-jobs';
-import { startJobsApp, waitFor } from './support/jobs-app.js';
+import { waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
 import { executions, recording } from './support/recorder.js';
-import { useTestDatabase } from './support/test-database.js';
+import { useCluster } from './support/cluster.js';
 
-const db = useTestDatabase();
+const options = { pollingCheck: 0.5, concurrency: 4, maxRetries: 0 };
+const cluster = useCluster({ options });
 let a: JobsApp;
 let b: JobsApp;
 let enqueuer: JobsApp;
 
 beforeAll(async () => {
-  const options = { pollingCheck: 0.5, concurrency: 4, maxRetries: 0 };
-  a = await startJobsApp(db.url, { ...recording('a'), options });
-  b = await startJobsApp(db.url, { ...recording('b'), options });
-  // Enqueues only: no handlers, so it never claims, and a job it awaits must run on a or b.
-  enqueuer = await startJobsApp(db.url, { options: { ...options, allowUnknownTasks: true } });
-});
-afterAll(async () => {
-  await Promise.all([a?.close(), b?.close(), enqueuer?.close()]);
+  [a, b] = await cluster.startApps(['a', 'b'], recording);
+  // Runs no jobs, so a job it awaits must run on a or b.
+  enqueuer = await cluster.startEnqueuer('enqueuer', options);
 });
 beforeEach(() => executions.splice(0));
 
-async function completedCount(): Promise<number> {
-  const [row] = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM jobs."jobHistory" WHERE state = 'completed'`,
-  );
-  return row.n;
-}
+const completed = async () => (await cluster.states()).completed ?? 0;
 
 it('runs a job added on one instance exactly once while two instances compete for it', async () => {
   const { id, promise } = await a.queue.addJob({ task: 'record', promise: true });
@@ -36,11 +27,11 @@ it('runs a job added on one instance exactly once while two instances compete fo
 });
 
 it('runs each of 500 jobs exactly once across two instances', async () => {
-  await db.query(`DELETE FROM jobs."jobHistory"`);
+  await cluster.db.query(`DELETE FROM jobs."jobHistory"`);
   const added = await a.queue.addJobs(
     Array.from({ length: 500 }, (_, i) => ({ task: 'record', payload: { i } })),
   );
-  await waitFor('500 completed jobs', async () => (await completedCount()) === 500, 30_000);
+  await waitFor('500 completed jobs', async () => (await completed()) === 500, 30_000);
   const ids = executions.map((e) => e.id);
   expect(new Set(ids).size).toBe(500);
   expect(ids).toHaveLength(500);

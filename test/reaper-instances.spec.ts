@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { JobTask } from 'nestjs-pg-jobs';
-import type { JobTaskHandler } from 'nestjs-pg-jobs';
-import { startJobsApp, waitFor } from './support/jobs-app.js';
+import type { JobTaskHandler, JobsModuleOptions } from 'nestjs-pg-jobs';
+import { waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
-import { useTestDatabase } from './support/test-database.js';
+import { useCluster } from './support/cluster.js';
 
 const ran: string[] = [];
 
@@ -16,19 +16,11 @@ class NoteTask implements JobTaskHandler {
   }
 }
 
-const apps: JobsApp[] = [];
-// Declared before the database: Jest runs afterAll hooks in declaration order, and the apps
-// must close while their database still exists.
-afterAll(() => Promise.all(apps.map((app) => app.close())));
-const db = useTestDatabase();
+const cluster = useCluster({ options: { pollingCheck: 0.2, workers: 1 } });
+const { db } = cluster;
 
-async function boot(instanceId: string, options: Record<string, unknown> = {}): Promise<JobsApp> {
-  const app = await startJobsApp(db.url, {
-    tasks: [NoteTask],
-    options: { instanceId, pollingCheck: 0.2, workers: 1, ...options },
-  });
-  apps.push(app);
-  return app;
+function boot(instanceId: string, options: Partial<JobsModuleOptions>): Promise<JobsApp> {
+  return cluster.startApp(instanceId, { tasks: [NoteTask], options });
 }
 
 async function heartbeatOf(id: string): Promise<Date | undefined> {

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { JobTask } from 'nestjs-pg-jobs';
 import type { JobContext, JobTaskHandler } from 'nestjs-pg-jobs';
-import { startJobsApp, waitFor } from './support/jobs-app.js';
+import { waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
-import { useTestDatabase } from './support/test-database.js';
+import { useCluster } from './support/cluster.js';
 
 const STALE_JOB_TIMEOUT = 10;
 const runs: { id: string; attempt: number; at: number }[] = [];
@@ -25,35 +25,27 @@ class SlowTask implements JobTaskHandler<{ ms: number[] }> {
   }
 }
 
-let apps: JobsApp[] = [];
-
-// Declared before the database: Jest runs afterAll hooks in declaration order, and the apps
-// must close while their database still exists.
-afterAll(() => Promise.all(apps.map((app) => app.close())));
-const db = useTestDatabase();
+// Two instances reaping every 0.2 s, judging each other by heartbeats 1 s old at most.
+const cluster = useCluster({
+  options: {
+    heartbeatInterval: 0.2,
+    instanceTimeout: 1,
+    scheduledCheck: 0.2,
+    pollingCheck: 0.2,
+    staleJobTimeout: STALE_JOB_TIMEOUT,
+    taskTimeout: 4,
+    workerTimeoutGrace: 1,
+    shutdownTimeout: 1,
+    workers: 1,
+  },
+});
+const { db } = cluster;
+let apps: JobsApp[];
 
 beforeAll(async () => {
-  // Two instances reaping every 0.2 s, judging each other by heartbeats 1 s old at most.
-  apps = await Promise.all(
-    ['slow-a', 'slow-b'].map((instanceId) =>
-      startJobsApp(db.url, {
-        tasks: [SlowTask],
-        options: {
-          instanceId,
-          heartbeatInterval: 0.2,
-          instanceTimeout: 1,
-          scheduledCheck: 0.2,
-          pollingCheck: 0.2,
-          staleJobTimeout: STALE_JOB_TIMEOUT,
-          taskTimeout: 4,
-          workerTimeoutGrace: 1,
-          shutdownTimeout: 1,
-          workers: 1,
-        },
-      }),
-    ),
-  );
+  apps = await cluster.startApps(['slow-a', 'slow-b'], { tasks: [SlowTask] });
 });
+
 it('lets a job run past instanceTimeout while its instance heartbeats', async () => {
   const { id, promise } = await apps[0].queue.addJob({
     task: 'slow',

@@ -1,6 +1,7 @@
-// Builds the publishable library into dist/jobs: compiled ESM with declarations, and a
-// package.json whose `exports` a user installs as `nestjs-pg-jobs`.
-import { execFileSync } from 'node:child_process';
+// Builds the publishable library into dist/jobs: compiled ESM with declarations (`@internal`
+// members stripped, and no internal type reachable from the index: tools/check-declarations.mjs),
+// and a package.json whose `exports` a user installs as `nestjs-pg-jobs`.
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 
 const root = new URL('../', import.meta.url);
@@ -8,15 +9,15 @@ const out = new URL('dist/jobs/', root);
 const monorepo = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'));
 const pin = (name) => monorepo.dependencies[name];
 
+/** Runs a Node script of the repository; its failure, which it has reported, fails the build. */
+function step(...args) {
+  const { status } = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
+  if (status !== 0) process.exit(status ?? 1);
+}
+
 rmSync(out, { recursive: true, force: true });
-execFileSync(
-  process.execPath,
-  ['node_modules/typescript/bin/tsc', '-p', 'libs/jobs/tsconfig.lib.json'],
-  {
-    cwd: root,
-    stdio: 'inherit',
-  },
-);
+step('node_modules/typescript/bin/tsc', '-p', 'libs/jobs/tsconfig.lib.json');
+step('tools/check-declarations.mjs', 'dist/jobs/index.d.ts');
 
 const manifest = {
   name: 'nestjs-pg-jobs',

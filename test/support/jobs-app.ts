@@ -4,6 +4,13 @@ import type { Provider, Type } from '@nestjs/common';
 import { JobQueueService, JobsModule } from 'nestjs-pg-jobs';
 import type { JobsModuleOptions } from 'nestjs-pg-jobs';
 
+/** What an instance is made of: task classes, other providers, module options. */
+export interface AppSetup {
+  tasks?: Type[];
+  providers?: Provider[];
+  options?: Partial<JobsModuleOptions>;
+}
+
 export interface JobsApp {
   readonly module: TestingModule;
   readonly queue: JobQueueService;
@@ -22,10 +29,7 @@ export async function closeOpenApps(): Promise<void> {
  * Boots one instance: a Nest app with `JobsModule.forRoot` on `url` and the given task classes,
  * as a user's app would be. Several in one test file are several instances on one database.
  */
-export async function startJobsApp(
-  url: string,
-  setup: { tasks?: Type[]; providers?: Provider[]; options?: Partial<JobsModuleOptions> } = {},
-): Promise<JobsApp> {
+export async function startJobsApp(url: string, setup: AppSetup = {}): Promise<JobsApp> {
   const module = await Test.createTestingModule({
     imports: [JobsModule.forRoot({ connection: url, ...setup.options })],
     providers: [...(setup.tasks ?? []), ...(setup.providers ?? [])],

@@ -1,16 +1,52 @@
+// Every public name, listed (`npm run build` fails if a public declaration needs one that is not).
+
+// The module and its options.
 export { JobsModule } from './jobs.module.js';
 export type { JobsModuleOptions } from './options/jobs-module-options.interface.js';
-export * from './options/defaults.js';
+
+// Defaults of the options (durations in seconds).
+export {
+  DEFAULT_SCHEMA,
+  DEFAULT_MIGRATION_LOCK_TIMEOUT,
+  DEFAULT_POLLING_CHECK,
+  DEFAULT_SCHEDULED_CHECK,
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_RETRY_BACKOFF,
+  DEFAULT_MAX_RETRY_DELAY,
+  MAX_RETRY_DELAY_LIMIT,
+  DEFAULT_TASK_TIMEOUT,
+  DEFAULT_STALE_JOB_TIMEOUT,
+  DEFAULT_SHUTDOWN_TIMEOUT,
+  DEFAULT_PROMISE_TIMEOUT,
+  DEFAULT_HEARTBEAT_INTERVAL,
+  DEFAULT_INSTANCE_TIMEOUT,
+  DEFAULT_WORKER_TIMEOUT_GRACE,
+  DEFAULT_WORKER_START_TIMEOUT,
+  DEFAULT_SCHEDULE_HORIZON,
+  DEFAULT_MAX_PLANNED_SLOTS,
+  DEFAULT_MISSED_SLOT_GRACE,
+  DEFAULT_HISTORY_EXPIRATION,
+  DEFAULT_HISTORY_PRUNE_BATCH_SIZE,
+} from './options/defaults.js';
+
+// Task handlers: the decorator and what a handler implements and receives.
 export { JobTask } from './discovery/job-task.decorator.js';
 export type {
   JobContext,
   JobTaskHandler,
   JobTaskOptions,
 } from './discovery/job-task.interfaces.js';
+
+// Enqueueing and reading jobs.
 export { JobQueueService } from './queue/job-queue.service.js';
 export type { AddJobOptions, AddedJob } from './queue/add-job-options.interface.js';
 export type { JobInfo, JobState } from './queue/job-info.interface.js';
+
+// Maintenance: abandoned attempts and history retention.
 export { ReaperService } from './reaper/reaper.service.js';
+export { RetentionService } from './retention/retention.service.js';
+
+// Cron schedules.
 export { CronPlannerService } from './cron/cron-planner.service.js';
 export type {
   CronScheduleOptions,
@@ -18,14 +54,57 @@ export type {
   ScheduleInfo,
   ScheduleSource,
 } from './schedule/cron-schedule.interface.js';
-export * from './errors/jobs.errors.js';
+
+// Errors, all JobsErrors; InvalidJobsOptionError: the deprecated name of InvalidModuleOptionError.
+export {
+  JobsError,
+  InvalidModuleOptionError,
+  InvalidJobsOptionError,
+  InvalidJobOptionsError,
+  UnknownTaskError,
+  InvalidPayloadError,
+  InstanceIdInUseError,
+  InvalidTaskHandlerError,
+  InvalidJobTaskOptionError,
+  SchemaNotMigratedError,
+  MigrationLockTimeoutError,
+  DatabaseUnreachableError,
+  InvalidScheduleError,
+  InvalidCronExpressionError,
+  InvalidTimeZoneError,
+  JobFailedError,
+  JobCancelledError,
+  JobPromiseTimeoutError,
+  JobTimeoutError,
+  JobsShutdownError,
+  WorkerDiedError,
+  WorkerUnresponsiveError,
+  WorkerPoolBootError,
+  WorkerPoolStoppedError,
+} from './errors/jobs.errors.js';
+
+// Lifecycle events of this instance's jobs.
 export { JobEventsService } from './events/job-events.service.js';
-export type * from './events/job-lifecycle-event.interface.js';
-export { RetentionService } from './retention/retention.service.js';
+export type {
+  JobLifecycleEvent,
+  JobLifecycleEventType,
+  JobEventBase,
+  JobAddedEvent,
+  JobStartedEvent,
+  JobCompletedEvent,
+  JobFailedEvent,
+  JobCancelledEvent,
+  JobSkippedEvent,
+} from './events/job-lifecycle-event.interface.js';
+
+// Prometheus metrics; JobsMetrics: the deprecated name of JobsMetricsService.
 export { JobsMetricsModule } from './metrics/jobs-metrics.module.js';
 export { JobsMetrics, JobsMetricsService } from './metrics/jobs-metrics.service.js';
 export type { JobsMetricsModuleOptions } from './metrics/jobs-metrics-options.interface.js';
+
+// The admin API and dashboard.
 export { JobsAdminModule } from './admin/jobs-admin.module.js';
 export { JobsAdminService } from './admin/jobs-admin.service.js';
 export type { TaskStats } from './admin/jobs-admin.service.js';
+export type { JobListQuery } from './admin/admin-input.js';
 export type { JobsAdminModuleOptions } from './admin/jobs-admin-options.interface.js';

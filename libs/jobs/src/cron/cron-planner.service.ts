@@ -57,6 +57,7 @@ export class CronPlannerService {
   private staticSchedules: readonly ValidatedSchedule[] = [];
   private staticSynced = false;
 
+  /** @internal Nest constructs it: its parameters are the module's internals. */
   constructor(
     @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
     @Inject(JobsDatabase) private readonly db: JobsDatabase,

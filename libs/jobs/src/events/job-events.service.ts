@@ -23,6 +23,7 @@ export class JobEventsService {
   /** Every event; hot, with no replay: a subscriber hears what happens after it subscribes. */
   readonly events$: Observable<JobLifecycleEvent>;
 
+  /** @internal Nest constructs it: its parameters are the module's internals. */
   constructor(@Inject(LifecycleEmitter) events: LifecycleEmitter) {
     this.events$ = new Observable<JobLifecycleEvent>((subscriber) =>
       events.listen((event) => subscriber.next(event)),

@@ -15,7 +15,8 @@ export type JobLifecycleEvent =
 /** The type names of `JobLifecycleEvent`. @publicApi */
 export type JobLifecycleEventType = JobLifecycleEvent['type'];
 
-interface JobEventBase {
+/** What every `JobLifecycleEvent` carries. @publicApi */
+export interface JobEventBase {
   readonly id: string;
   readonly task: string;
   /** This instance's clock. */

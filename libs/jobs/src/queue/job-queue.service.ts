@@ -30,6 +30,7 @@ export class JobQueueService {
   private readonly channel: string;
   private readonly defaults: JobDefaults;
 
+  /** @internal Nest constructs it: its parameters are the module's internals. */
   constructor(
     @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
     @Inject(JobsDatabase) private readonly db: JobsDatabase,

@@ -36,6 +36,7 @@ export class ReaperService {
   private readonly tick: Tick;
   private judgedPeers = true;
 
+  /** @internal Nest constructs it: its parameters are the module's internals. */
   constructor(
     @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
     @Inject(JobsDatabase) private readonly db: JobsDatabase,

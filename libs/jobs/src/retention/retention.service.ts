@@ -24,6 +24,7 @@ export class RetentionService {
   private readonly sql: ReturnType<typeof retentionSql>;
   private readonly tick: Tick;
 
+  /** @internal Nest constructs it: its parameters are the module's internals. */
   constructor(
     @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
