@@ -10,10 +10,10 @@ import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
 import { WorkerPool } from '../worker-pool/worker-pool.service.js';
-import { AttemptAbortController } from './attempt-abort-controller.js';
+import { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
 import { CompletionBatcher } from './completion-batcher.js';
 import { retryWhileUnreachable } from './retry-while-unreachable.js';
-import { runWithTimeout } from './run-with-timeout.js';
+import { runWithTimeout } from '../attempt/run-with-timeout.js';
 import { runnerSql } from './runner.sql.js';
 import type { ClaimedJob, ClaimRow, RunnerSql } from './runner.sql.js';
 

@@ -11,8 +11,9 @@ import {
 } from '../errors/jobs.errors.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
-import type { AttemptAbortController } from '../runner/attempt-abort-controller.js';
-import { runWithTimeout } from '../runner/run-with-timeout.js';
+import type { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
+import type { AttemptJob } from '../attempt/attempt-job.js';
+import { runWithTimeout } from '../attempt/run-with-timeout.js';
 import { WaitQueue } from './wait-queue.js';
 import { resolveWorkerEntry } from './worker-entry.js';
 import {
@@ -35,15 +36,6 @@ import type {
 } from './worker-protocol.js';
 
 type Pool = FixedThreadPool<WorkerJobRequest | undefined, unknown>;
-
-/** The job fields a worker task needs. */
-export interface WorkerJob {
-  readonly id: string;
-  readonly task: string;
-  readonly payload: unknown;
-  readonly attempt: number;
-  readonly maxRetries: number;
-}
 
 /** One call into the pool that has not answered yet. */
 interface Dispatch {
@@ -165,7 +157,7 @@ export class WorkerPool {
    * unresponsive and the thread is terminated. Settles with the abort reason once aborted, like an
    * in-process task.
    */
-  async run(job: WorkerJob, timeout: number, controller: AttemptAbortController): Promise<void> {
+  async run(job: AttemptJob, timeout: number, controller: AttemptAbortController): Promise<void> {
     const control = new Int32Array(
       new SharedArrayBuffer(CONTROL_SLOTS * Int32Array.BYTES_PER_ELEMENT),
     );
