@@ -32,7 +32,9 @@ const sourceExtension = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
             payload: { name: 'the quarter hour' },
           },
         ],
-        // Worker tasks run in a thread pool that boots this module in every thread.
+        // Worker tasks run in a thread pool that boots this module in every thread. From the
+        // sources (npm start) the threads load TypeScript through the process's own
+        // `--import ./tools/ts-loader/register.mjs`, which they inherit: no workerExecArgv needed.
         workerModule: new URL(`./reports/report-worker.module.${sourceExtension}`, import.meta.url)
           .href,
       }),

@@ -11,7 +11,11 @@ import {
 import type { JobsModuleOptions } from 'nestjs-pg-jobs';
 import { startJobsApp } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
-import { startWorkerApp, WORKER_TASKS_MODULE } from './support/worker-fixtures.js';
+import {
+  startWorkerApp,
+  THREAD_LOADER_EXEC_ARGV,
+  WORKER_TASKS_MODULE,
+} from './support/worker-fixtures.js';
 
 const db = useTestDatabase();
 const BROKEN_MODULE = fileURLToPath(
@@ -19,7 +23,7 @@ const BROKEN_MODULE = fileURLToPath(
 );
 
 const boot = (options: Partial<JobsModuleOptions>, tasks: Type[] = []) =>
-  startJobsApp(db.url, { tasks, options });
+  startJobsApp(db.url, { tasks, options: { workerExecArgv: THREAD_LOADER_EXEC_ARGV, ...options } });
 
 describe('a bad worker option fails the boot with a message naming the option and the value', () => {
   it.each([
@@ -53,6 +57,13 @@ it('fails the boot, with the cause, when the workerModule cannot boot in a threa
   await expect(attempt).rejects.toThrow(WorkerPoolBootError);
   await expect(attempt).rejects.toThrow(/the broken worker task cannot be built/);
 }, 60_000);
+
+it('fails the boot, saying to pass workerExecArgv, when threads would get no loader for the TypeScript sources', async () => {
+  // Under Jest the library runs from its sources, and the process has no loader its threads inherit.
+  const attempt = startJobsApp(db.url, { options: { workerModule: WORKER_TASKS_MODULE } });
+  await expect(attempt).rejects.toThrow(WorkerPoolBootError);
+  await expect(attempt).rejects.toThrow(/without a TypeScript loader.*"workerExecArgv"/);
+});
 
 @JobTask('worker.greet')
 @Injectable()

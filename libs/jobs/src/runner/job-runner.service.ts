@@ -1,54 +1,27 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
 import { toError } from '../common/errors.js';
 import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
-import { JobsShutdownError } from '../errors/jobs.errors.js';
 import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
 import { channelFor } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
 import { WorkerPool } from '../worker-pool/worker-pool.service.js';
-import { AttemptAbortController } from './attempt-abort-controller.js';
-import { CompletionBatcher } from './completion-batcher.js';
-import { retryWhileUnreachable } from './retry-while-unreachable.js';
-import { runWithTimeout } from './run-with-timeout.js';
+import { AttemptEndings } from './attempt-endings.js';
 import { runnerSql } from './runner.sql.js';
 import type { ClaimedJob, ClaimRow, RunnerSql } from './runner.sql.js';
-
-/** How long shutdown keeps trying to give unfinished attempts back to an unreachable database. */
-const RELEASE_RETRY_MS = 5_000;
-
-interface RunningAttempt {
-  readonly job: ClaimedJob;
-  readonly controller: AttemptAbortController;
-  /** Set when shutdown gave the attempt back: its own ending is then no longer ours to write. */
-  released: boolean;
-  /** The attempt's outcome is known (its task settled, or it was aborted): only its write is left. */
-  ended: boolean;
-}
-
-/** What running one attempt's task came to. */
-interface TaskOutcome {
-  readonly failure?: Error;
-  /**
-   * An in-process task that was aborted (timeout, shutdown) and has not settled: it cannot be
-   * stopped, so it keeps its slot until it does.
-   */
-  readonly stray?: Promise<void>;
-}
+import { RunningAttempts } from './running-attempts.js';
+import type { RunningAttempt } from './running-attempts.js';
+import { ShutdownDrain } from './shutdown-drain.js';
+import { TaskExecutor } from './task-executor.js';
 
 /**
- * Attempts are known by job and attempt, never by job alone: after a reaper requeued a job whose
- * attempt is still running here, this instance may claim the next attempt while the old one ends.
- */
-function attemptKey(job: ClaimedJob): string {
-  return `${job.id}:${job.attempt}`;
-}
-
-/**
- * Claims due jobs up to this instance's capacity and runs them.
+ * Claims due jobs up to this instance's capacity and runs them: the orchestrator of an attempt's
+ * life, from its claim through its task (`TaskExecutor`) to the write that ends it
+ * (`AttemptEndings`), and of the instance's shutdown (`ShutdownDrain`).
  *
  * Claiming is single-flight: one claim at a time, sized to the free capacity measured just before
  * it, so notifications arriving together cannot overrun `concurrency` (the seed checked its count
@@ -60,18 +33,17 @@ function attemptKey(job: ClaimedJob): string {
  *
  * A slot frees when its task settles, not when the ending is written, nor when the attempt times
  * out: an in-process task that ignores its aborted signal keeps running, and keeps its slot until it
- * settles, so that `concurrency` bounds what really runs. A slot frees when its task settles: the next claim then runs
- * while the previous batch's completions are being written, instead of after. Attempts whose
- * ending is still to be written are bounded too, by twice `concurrency`: one batch being written
- * and one waiting for that write, so that a claim does not wait on a completion write (measured:
- * a bound of one `concurrency` cost a fifth of the drain's throughput), while a database slow to
- * take the writes still slows the claims down with it.
+ * settles, so that `concurrency` bounds what really runs; and the next claim runs while the previous
+ * batch's completions are being written, instead of after. Attempts whose ending is still to be
+ * written are bounded too, by twice `concurrency`: one batch being written and one waiting for that
+ * write, so that a claim does not wait on a completion write (a bound of one `concurrency` did, and
+ * cost a fifth of the drain's throughput), while a database slow to take the writes still slows the
+ * claims down with it.
  */
 @Injectable()
 export class JobRunner {
   private readonly logger = new Logger('JobsRunner');
-  /** Attempts whose ending is not written yet, by `attemptKey`. */
-  private readonly running = new Map<string, RunningAttempt>();
+  private readonly running = new RunningAttempts();
   /** Tasks that have not settled, aborted ones included: what `concurrency` bounds. */
   private executing = 0;
   /**
@@ -80,28 +52,30 @@ export class JobRunner {
    */
   private claimMayHaveOrphaned = false;
   private readonly sql: RunnerSql;
-  private readonly channel: string;
   private readonly poll: Tick;
-  private readonly completions: CompletionBatcher;
+  private readonly tasks: TaskExecutor;
+  private readonly endings: AttemptEndings;
+  private readonly shutdown: ShutdownDrain;
   private claimInFlight?: Promise<void>;
   private claimScheduled = false;
   private wakeRequested = false;
   private backlog = false;
   private started = false;
   private stopping?: Promise<void>;
-  private idle?: () => void;
 
   constructor(
     @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
     @Inject(TaskRegistry) private readonly registry: TaskRegistry,
-    @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
-    @Inject(WorkerPool) private readonly workerPool: WorkerPool,
+    @Inject(CompletionWaiters) waiters: CompletionWaiters,
+    @Inject(WorkerPool) workerPool: WorkerPool,
     @Inject(LifecycleEmitter) private readonly events: LifecycleEmitter,
   ) {
     this.sql = runnerSql(db.schema);
-    this.channel = channelFor(db.schema);
-    this.completions = new CompletionBatcher(db, this.sql.complete, this.channel);
+    const channel = channelFor(db.schema);
+    this.tasks = new TaskExecutor(options, registry, workerPool);
+    this.endings = new AttemptEndings(options, db, this.sql, channel, waiters, events, this.logger);
+    this.shutdown = new ShutdownDrain(options, db, this.sql, this.running, this.logger);
     this.poll = new Tick(
       'Polling for due jobs',
       options.pollingCheck * 1000,
@@ -155,6 +129,13 @@ export class JobRunner {
   stop(): Promise<void> {
     this.stopping ??= this.drain();
     return this.stopping;
+  }
+
+  private async drain(): Promise<void> {
+    await this.poll.stop();
+    // Jobs that claim brings back are launched before it resolves, so they are drained too.
+    await this.claimInFlight;
+    await this.shutdown.drain();
   }
 
   private async claimWhileCapacity(): Promise<void> {
@@ -226,20 +207,18 @@ export class JobRunner {
       released: false,
       ended: false,
     };
-    const key = attemptKey(job);
-    this.running.set(key, attempt);
+    this.running.add(attempt);
     this.executing++;
     this.events.started(job);
     void this.execute(attempt).finally(() => {
-      this.running.delete(key);
-      if (this.running.size === 0) this.idle?.();
+      this.running.delete(attempt);
       if (this.backlog) this.wake();
     });
   }
 
   private async execute(attempt: RunningAttempt): Promise<void> {
     const { job } = attempt;
-    const { failure, stray } = await this.runTask(attempt);
+    const { failure, stray } = await this.tasks.run(attempt);
     attempt.ended = true;
     if (stray) {
       this.logger.warn(
@@ -253,8 +232,8 @@ export class JobRunner {
     });
     if (attempt.released) return;
     try {
-      if (failure) await this.recordFailure(job, failure);
-      else await this.recordSuccess(job);
+      if (failure) await this.endings.failed(attempt, failure);
+      else await this.endings.succeeded(attempt);
     } catch (err) {
       // The database refused to hear how the attempt went; the history row still says active,
       // which is what the reaper looks for.
@@ -263,150 +242,4 @@ export class JobRunner {
       );
     }
   }
-
-  private async runTask({ job, controller }: RunningAttempt): Promise<TaskOutcome> {
-    const task = this.registry.get(job.task);
-    if (!task) {
-      return {
-        failure: new Error(
-          `No handler for task "${job.task}" on instance ${this.options.instanceId}.`,
-        ),
-      };
-    }
-    const timeout = task.options.timeout ?? this.options.taskTimeout;
-    const { handler } = task;
-    try {
-      // A worker task's handler lives in the pool threads, which stop a thread that does not answer.
-      if (!handler) await this.workerPool.run(job, timeout, controller);
-      else {
-        let settled = false;
-        // Through a promise, so that a task that throws synchronously rejects like one that rejects.
-        const running = Promise.resolve()
-          .then(() =>
-            handler.run(job.payload, {
-              id: job.id,
-              task: job.task,
-              attempt: job.attempt,
-              maxRetries: job.maxRetries,
-              get signal() {
-                return controller.signal;
-              },
-            }),
-          )
-          .finally(() => (settled = true));
-        try {
-          await runWithTimeout(running, timeout, controller);
-        } catch (err) {
-          const stray = settled ? undefined : running.then(noop, noop);
-          return { failure: toError(err), stray };
-        }
-      }
-      return {};
-    } catch (err) {
-      return { failure: toError(err) };
-    }
-  }
-
-  private async recordSuccess(job: ClaimedJob): Promise<void> {
-    const { value: recorded, retried } = await this.writeEnding(job, 'the completion', () =>
-      this.completions.complete(job),
-    );
-    if (!recorded) return this.reportFenced(job, 'completed', retried);
-    this.events.completed(job);
-    this.waiters.settle({ id: job.id, state: 'completed' });
-  }
-
-  private async recordFailure(job: ClaimedJob, failure: Error): Promise<void> {
-    const { value: rows, retried: writeRetried } = await this.writeEnding(job, 'the failure', () =>
-      this.db.query<{ retried: boolean }>(this.sql.fail, [
-        job.id,
-        this.channel,
-        job.attempt,
-        failure.message,
-        this.options.retryBackoff,
-        this.options.instanceId,
-        this.options.maxRetryDelay,
-      ]),
-    );
-    if (rows.length === 0) return this.reportFenced(job, 'failed', writeRetried);
-    const retried = rows[0].retried;
-    this.events.failed(job, failure, retried);
-    this.logger.warn(
-      `Job ${job.id} (${job.task}) failed on attempt ${job.attempt}: ${failure.message}` +
-        (retried ? '; retrying.' : '; no retries left.'),
-    );
-    if (!retried) this.waiters.settle({ id: job.id, state: 'failed', error: failure.message });
-  }
-
-  /**
-   * An attempt's ending is written for as long as the database stays unreachable: the result is
-   * kept if the database comes back before a reaper presumed this instance dead (the write is
-   * fenced either way). Shutdown releasing the attempt ends the retries.
-   */
-  private writeEnding<T>(job: ClaimedJob, what: string, write: () => Promise<T>) {
-    return retryWhileUnreachable(
-      `${what} of job ${job.id} (${job.task}, attempt ${job.attempt})`,
-      write,
-      () => this.running.get(attemptKey(job))?.released ?? true,
-      this.logger,
-    );
-  }
-
-  private reportFenced(job: ClaimedJob, outcome: string, retried = false): void {
-    this.logger.warn(
-      `Job ${job.id} (${job.task}) ${outcome} on attempt ${job.attempt}, but that attempt is no longer the ` +
-        'active one (it was reaped or released); the result is dropped.' +
-        (retried ? ' (An earlier try lost its connection and may have recorded it.)' : ''),
-    );
-  }
-
-  private async drain(): Promise<void> {
-    await this.poll.stop();
-    // Jobs that claim brings back are launched before it resolves, so they are drained too.
-    await this.claimInFlight;
-    if (this.running.size > 0) {
-      this.logger.log(
-        `Waiting up to ${this.options.shutdownTimeout}s for ${this.running.size} running job(s).`,
-      );
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.options.shutdownTimeout * 1000);
-        this.idle = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-        if (this.running.size === 0) this.idle();
-      });
-    }
-    // Attempts whose outcome is known are writing their own ending: theirs is the result to keep.
-    const unfinished = [...this.running.values()].filter((attempt) => !attempt.ended);
-    if (unfinished.length === 0) return;
-    for (const attempt of unfinished) {
-      attempt.released = true;
-      attempt.controller.abort(new JobsShutdownError());
-    }
-    // Bounded: if the database stays away, the attempts stay active and peers reap them once this
-    // instance's heartbeat is older than instanceTimeout.
-    const releaseDeadline = Date.now() + RELEASE_RETRY_MS;
-    try {
-      const { value: requeued } = await retryWhileUnreachable(
-        `the release of ${unfinished.length} unfinished job(s)`,
-        () =>
-          this.db.query(this.sql.release, [
-            unfinished.map((attempt) => attempt.job.id),
-            unfinished.map((attempt) => attempt.job.attempt),
-            `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
-          ]),
-        () => Date.now() > releaseDeadline,
-        this.logger,
-      );
-      this.logger.warn(`Requeued ${requeued.length} job(s) still running at shutdown.`);
-    } catch (err) {
-      this.logger.warn(
-        `Could not requeue ${unfinished.length} job(s) still running at shutdown (${toError(err).message}); ` +
-          'they stay active until a peer reaps them, instanceTimeout after this instance is last heard of.',
-      );
-    }
-  }
 }
-
-function noop(): void {}

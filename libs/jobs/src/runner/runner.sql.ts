@@ -1,15 +1,10 @@
+import type { AttemptJob } from '../attempt/attempt-job.js';
 import { preparedStatement } from '../database/prepared-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
 
 /** A claimed job, as the runner holds it while the attempt runs. */
-export interface ClaimedJob {
-  readonly id: string;
-  readonly task: string;
-  readonly payload: unknown;
+export interface ClaimedJob extends AttemptJob {
   readonly priority: number;
-  /** The attempt this claim started: the fencing token of every write that ends it. */
-  readonly attempt: number;
-  readonly maxRetries: number;
 }
 
 /** A row of the claim: a claimed job, or a cron job the claim took out of the queue as missed. */

@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { WorkerPoolBootError } from '../errors/jobs.errors.js';
 
 /** The file a pool thread starts from, and the `execArgv` it starts with. */
 export interface WorkerEntry {
@@ -8,30 +8,46 @@ export interface WorkerEntry {
   readonly execArgv?: string[];
 }
 
-const LOADER = '../../../../tools/ts-loader/register.mjs';
+/** Node options that load code before an entry: how a TypeScript loader gets into a thread. */
+const PRELOAD_OPTIONS = ['--import', '--loader', '--experimental-loader', '--require', '-r'];
+
+/**
+ * The options a thread inherits when it is given no `execArgv`: the main thread's, and
+ * `NODE_OPTIONS`, which Node applies to every thread too.
+ */
+function inheritedExecArgv(): string[] {
+  return [...process.execArgv, ...(process.env.NODE_OPTIONS?.split(/\s+/) ?? [])];
+}
 
 /**
  * Resolves the thread entry beside this file, so it is whatever the library itself runs as:
- * - compiled (`dist/jobs/worker-pool/worker-thread.js`): plain JavaScript, no loader needed; the
- *   threads inherit the main thread's `execArgv`;
- * - TypeScript sources (tests, `npm start`, benches in this monorepo): `worker-thread.ts`, which
- *   needs a loader in the thread. ts-jest transforms only the Jest thread, so unless the process
- *   already runs with the monorepo's loader, `--import tools/ts-loader/register.mjs` is added.
- * `workerExecArgv` overrides the `execArgv` in both cases.
+ * - compiled (`worker-pool/worker-thread.js` of the package): plain JavaScript, which a thread runs
+ *   with no loader; the threads inherit the main thread's `execArgv`;
+ * - TypeScript sources: `worker-thread.ts`, which a thread runs only with a TypeScript loader.
+ *   Whatever runs the main thread's TypeScript need not reach a thread (ts-jest transforms only its
+ *   own module registry), and the library cannot know the caller's loader: it comes from
+ *   `workerExecArgv`, or from a preloading option the threads inherit. With neither, the boot fails
+ *   here, saying what to pass, rather than every thread dying on its first line of TypeScript.
+ * `workerExecArgv` replaces the inherited `execArgv` in both cases.
  */
-export function resolveWorkerEntry(execArgv?: readonly string[]): WorkerEntry {
+export function resolveWorkerEntry(
+  workerExecArgv?: readonly string[],
+  inherited: readonly string[] = inheritedExecArgv(),
+): WorkerEntry {
   const fromSources = import.meta.url.endsWith('.ts');
   const file = fileURLToPath(
     new URL(fromSources ? './worker-thread.ts' : './worker-thread.js', import.meta.url),
   );
-  if (execArgv) return { file, execArgv: [...execArgv] };
-  if (!fromSources || process.execArgv.some((arg) => arg.includes('ts-loader/register')))
-    return { file };
-  const loader = fileURLToPath(new URL(LOADER, import.meta.url));
-  if (!existsSync(loader)) {
-    throw new Error(
-      `The jobs library runs from TypeScript sources but its thread loader ${loader} is missing.`,
-    );
-  }
-  return { file, execArgv: ['--import', loader] };
+  if (workerExecArgv) return { file, execArgv: [...workerExecArgv] };
+  if (!fromSources || inherited.some(preloads)) return { file };
+  throw new WorkerPoolBootError(
+    `The jobs library runs from its TypeScript sources, so its pool threads start from ${file}, ` +
+      'which they cannot load without a TypeScript loader, and this process passes none to its threads. ' +
+      `Pass one in the JobsModule option "workerExecArgv" (for example ["--import", "/absolute/path/to/loader.mjs"]), ` +
+      'start the process with it (node --import <loader>), or use the compiled package.',
+  );
+}
+
+function preloads(arg: string): boolean {
+  return PRELOAD_OPTIONS.some((option) => arg === option || arg.startsWith(`${option}=`));
 }

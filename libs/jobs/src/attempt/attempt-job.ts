@@ -1,0 +1,9 @@
+/** The job an attempt runs: what a task needs, wherever it runs (in-process or in a pool thread). */
+export interface AttemptJob {
+  readonly id: string;
+  readonly task: string;
+  readonly payload: unknown;
+  /** The attempt this claim started: the fencing token of every write that ends it. */
+  readonly attempt: number;
+  readonly maxRetries: number;
+}

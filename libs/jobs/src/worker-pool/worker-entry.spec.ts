@@ -1,0 +1,29 @@
+import { WorkerPoolBootError } from '../errors/jobs.errors.js';
+import { resolveWorkerEntry } from './worker-entry.js';
+
+// Under ts-jest the library runs from its TypeScript sources: these are the cases that need a loader.
+describe('the entry of a pool thread, from the TypeScript sources', () => {
+  it('starts worker-thread.ts with workerExecArgv when given, whatever the process inherits', () => {
+    const entry = resolveWorkerEntry(['--import', '/loader.mjs'], []);
+    expect(entry.file).toMatch(/worker-pool\/worker-thread\.ts$/);
+    expect(entry.execArgv).toEqual(['--import', '/loader.mjs']);
+  });
+
+  it.each([
+    [['--import', './loader.mjs']],
+    [['--import=./loader.mjs']],
+    [['--experimental-loader', 'ts-node/esm']],
+    [['-r', 'ts-node/register']],
+  ])('lets the threads inherit a preloading option of the process: %j', (inherited) => {
+    const entry = resolveWorkerEntry(undefined, inherited);
+    expect(entry.file).toMatch(/worker-thread\.ts$/);
+    expect(entry.execArgv).toBeUndefined();
+  });
+
+  it('fails the boot, saying to pass workerExecArgv, when nothing would load TypeScript in a thread', () => {
+    const resolve = () =>
+      resolveWorkerEntry(undefined, ['--experimental-vm-modules', '--max-old-space-size=512']);
+    expect(resolve).toThrow(WorkerPoolBootError);
+    expect(resolve).toThrow(/TypeScript loader.*"workerExecArgv"/);
+  });
+});
