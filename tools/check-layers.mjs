@@ -10,13 +10,6 @@ const SRC = fileURLToPath(new URL('../libs/jobs/src/', import.meta.url));
 /** The files directly in libs/jobs/src (the module, the public index): the top of the stack. */
 const ROOT = '(root)';
 
-/**
- * Cycles tolerated for now, each as the exact set of folders it goes through.
- * TODO(lead): remove `runner <-> worker-pool` when the branch that moves the attempt's timeout
- * and abort code into `attempt/` is merged.
- */
-const ALLOWED_CYCLES = [['runner', 'worker-pool']];
-
 /** `import ... from '.x'`, `export ... from '.x'`, `import '.x'` and `import('.x')`. */
 const RELATIVE_IMPORT = /(?:\bfrom|\bimport)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g;
 
@@ -71,42 +64,25 @@ function cycles(graph) {
   return found;
 }
 
-function isAllowed(cycle) {
-  const folders = new Set(cycle);
-  return ALLOWED_CYCLES.some(
-    (allowed) => allowed.length === folders.size && allowed.every((f) => folders.has(f)),
-  );
-}
-
-/**
- * Each folder's layer: one above the highest folder it imports. Folders of an allowed cycle share
- * a layer (they are one unit until the cycle is broken).
- */
+/** Each folder's layer: one above the highest folder it imports (the graph has no cycle). */
 function layers(graph) {
-  const unit = new Map([...graph.keys()].map((folder) => [folder, folder]));
-  for (const allowed of ALLOWED_CYCLES) {
-    for (const folder of allowed) unit.set(folder, allowed.join(' + '));
-  }
   const level = new Map();
-  const levelOf = (name) => {
-    if (level.has(name)) return level.get(name);
-    level.set(name, 0);
-    const members = [...unit].filter(([, u]) => u === name).map(([folder]) => folder);
-    const below = members.flatMap((folder) => [...(graph.get(folder)?.keys() ?? [])]);
-    const deps = below.map((folder) => unit.get(folder)).filter((u) => u !== name);
-    const value = Math.max(-1, ...deps.map(levelOf)) + 1;
-    level.set(name, value);
-    return value;
+  const levelOf = (folder) => {
+    if (!level.has(folder)) {
+      const below = [...(graph.get(folder)?.keys() ?? [])];
+      level.set(folder, Math.max(-1, ...below.map(levelOf)) + 1);
+    }
+    return level.get(folder);
   };
   const byLevel = [];
-  for (const name of new Set(unit.values())) (byLevel[levelOf(name)] ??= []).push(name);
+  for (const folder of graph.keys()) (byLevel[levelOf(folder)] ??= []).push(folder);
   return byLevel.map((names) => names.sort());
 }
 
 const graph = folderGraph();
-const refused = cycles(graph).filter((cycle) => !isAllowed(cycle));
+const refused = cycles(graph);
 
-if (process.argv.includes('--print')) {
+if (refused.length === 0 && process.argv.includes('--print')) {
   console.log('Folders of libs/jobs/src as layers, bottom-up (each imports only from below):');
   layers(graph).forEach((names, level) => console.log(`${level}  ${names.join(', ')}`));
 }
