@@ -94,7 +94,7 @@ describe('five instances planning at once', () => {
       expect(
         mine.every((row) => row.waitUntil.getTime() === row.slot.getTime() && row.isScheduled),
       ).toBe(true);
-      const source = { cron: schedule.cron, timezone: schedule.timezone ?? 'UTC' };
+      const source = { cron: schedule.cron as string, timezone: schedule.timezone ?? 'UTC' };
       // No gaps between the first and the last planned slot...
       const between = expandSlots(
         source,
