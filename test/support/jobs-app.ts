@@ -1,6 +1,6 @@
 import { Test } from '@nestjs/testing';
 import type { TestingModule } from '@nestjs/testing';
-import type { Provider, Type } from '@nestjs/common';
+import type { ModuleMetadata, Provider, Type } from '@nestjs/common';
 import { JobQueueService, JobsModule } from 'nestjs-pg-jobs';
 import type { JobsModuleOptions } from 'nestjs-pg-jobs';
 
@@ -24,10 +24,16 @@ export async function closeOpenApps(): Promise<void> {
  */
 export async function startJobsApp(
   url: string,
-  setup: { tasks?: Type[]; providers?: Provider[]; options?: Partial<JobsModuleOptions> } = {},
+  setup: {
+    tasks?: Type[];
+    providers?: Provider[];
+    options?: Partial<JobsModuleOptions>;
+    /** Modules the app imports besides `JobsModule`. */
+    imports?: ModuleMetadata['imports'];
+  } = {},
 ): Promise<JobsApp> {
   const module = await Test.createTestingModule({
-    imports: [JobsModule.forRoot({ connection: url, ...setup.options })],
+    imports: [JobsModule.forRoot({ connection: url, ...setup.options }), ...(setup.imports ?? [])],
     providers: [...(setup.tasks ?? []), ...(setup.providers ?? [])],
   })
     .setLogger(quietLogger)

@@ -29,3 +29,4 @@ export { JobsAdminModule } from './admin/jobs-admin.module.js';
 export { JobsAdminService } from './admin/jobs-admin.service.js';
 export type { TaskStats } from './admin/jobs-admin.service.js';
 export type { JobsAdminModuleOptions } from './admin/jobs-admin-options.interface.js';
+export type { OverlapPolicy } from './cron/cron-schedule.interface.js';

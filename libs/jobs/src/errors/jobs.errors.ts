@@ -286,9 +286,10 @@ export class ScheduleModuleConflictError extends JobsError {
             'every @Cron() method would run on every instance at every tick, and once more as a durable job. ' +
             'Replace that ScheduleModule.forRoot() import with JobsScheduleModule.forRoot() (which imports ' +
             'ScheduleModule.forRoot({ cronJobs: false }) itself, so SchedulerRegistry, @Interval() and @Timeout() keep working).'
-        : `ScheduleModule.forRoot() from @nestjs/schedule is imported ${imports.length} times with different options: ` +
-            'every @Interval() and @Timeout() would run once per import. Remove the ScheduleModule.forRoot(...) import next ' +
-            'to JobsScheduleModule.forRoot(), which imports ScheduleModule.forRoot({ cronJobs: false }) itself.',
+        : `ScheduleModule.forRoot() from @nestjs/schedule is imported ${imports.length} times: every @Interval() and ` +
+            '@Timeout() would run once per import. Remove the ScheduleModule.forRoot(...) import next to ' +
+            'JobsScheduleModule.forRoot(), which imports ScheduleModule.forRoot({ cronJobs: false }) itself, and import ' +
+            'JobsScheduleModule.forRoot() once, in the root module.',
     );
   }
 }
