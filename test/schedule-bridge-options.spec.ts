@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Cron, CronExpression } from '@nestjs/schedule';
 import { CronPlannerService, InvalidCronOptionError } from 'nestjs-pg-jobs';
-import { JobsScheduleModule } from 'nestjs-pg-jobs/schedule';
+import { DurableCron, JobsScheduleModule } from 'nestjs-pg-jobs/schedule';
 import { startJobsApp, waitFor } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
 
@@ -158,6 +158,73 @@ it('runs a @Cron(Date) method once, at that instant, and never plans it again', 
   expect(runs).toBe(1);
   await app.close();
 }, 60_000);
+
+it('records a throwing @Cron method as failed, with its message, and retries it only under @DurableCron({ maxRetries }) or the module default', async () => {
+  @Injectable()
+  class Failing {
+    @Cron('0 0 1 1 *', { name: 'failsOnce' })
+    failsOnce() {
+      throw new Error('no retry for me');
+    }
+
+    @Cron('0 0 1 1 *', { name: 'retried' })
+    @DurableCron({ maxRetries: 2 })
+    async retried() {
+      throw new Error('retry me');
+    }
+  }
+  const app = await startJobsApp(db.url, {
+    providers: [Failing],
+    imports: [JobsScheduleModule.forRoot()],
+    options: { ...fast, retryBackoff: 3600 },
+  });
+  const planner = app.module.get(CronPlannerService);
+  const ids = [
+    await planner.triggerSchedule('failsOnce'),
+    await planner.triggerSchedule('retried'),
+  ];
+  const ended = () =>
+    db.query<{ id: string; state: string; message: string; maxRetries: number; requeued: boolean }>(
+      `SELECT h.id, h.state, h."lastErrorMessage" AS message, h."maxRetries",
+              EXISTS (SELECT 1 FROM jobs.jobs j WHERE j.id = h.id) AS requeued
+       FROM jobs."jobHistory" h WHERE h.id = ANY($1::uuid[]) AND h.state <> 'active'`,
+      [ids],
+    );
+  await waitFor('both runs to fail', async () => (await ended()).length === 2);
+  const byId = new Map((await ended()).map((row) => [row.id, row]));
+  expect(byId.get(ids[0])).toEqual(
+    expect.objectContaining({
+      state: 'failed',
+      message: 'no retry for me',
+      maxRetries: 0,
+      requeued: false,
+    }),
+  );
+  expect(byId.get(ids[1])).toEqual(
+    expect.objectContaining({
+      state: 'failed',
+      message: 'retry me',
+      maxRetries: 2,
+      requeued: true,
+    }),
+  );
+  await app.close();
+
+  const retrying = await startJobsApp(db.url, {
+    providers: [Failing],
+    imports: [JobsScheduleModule.forRoot({ maxRetries: 1 })],
+    options: { ...fast, retryBackoff: 3600 },
+  });
+  const id = await retrying.module.get(CronPlannerService).triggerSchedule('failsOnce');
+  await waitFor('the run to fail and be queued again', async () => {
+    const [row] = await db.query<{ queued: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM jobs.jobs WHERE id = $1 AND retries = 1) AS queued`,
+      [id],
+    );
+    return row.queued;
+  });
+  await retrying.close();
+});
 
 it('fails the boot on @Cron options a durable schedule cannot honour', async () => {
   @Injectable()
