@@ -1,4 +1,4 @@
-import { JOB_ID_PATTERN } from '../common/names.js';
+import { JOB_ID_PATTERN, NAME_PATTERN } from '../common/names.js';
 import { BadRequestException } from '@nestjs/common';
 import type { JobState } from '../queue/job-info.interface.js';
 
@@ -36,6 +36,15 @@ export function parseJobId(value: unknown): string {
     throw bad(`"id" must be a job id (a UUID); got ${show(value)}`);
   }
   return value.toLowerCase();
+}
+
+export function parseScheduleName(value: unknown): string {
+  if (typeof value !== 'string' || !NAME_PATTERN.test(value)) {
+    throw bad(
+      `"name" must be a schedule name (1-200 letters, digits or "_.:-"); got ${show(value)}`,
+    );
+  }
+  return value;
 }
 
 export function parseJobListQuery(query: Record<string, unknown>): JobListQuery {
