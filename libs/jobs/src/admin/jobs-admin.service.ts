@@ -32,7 +32,10 @@ export interface TaskStats {
   interrupted: number;
   /** Cancelled in the window. */
   cancelled: number;
-  /** Cron jobs that missed their slot's grace and never ran. */
+  /**
+   * Cron jobs that never ran: they missed their slot's grace, or their `overlap: 'skip'` schedule
+   * had a run active.
+   */
   skipped: number;
   /** Seconds the longest-waiting due job has been due; `null` when none is. */
   oldestPendingAgeSeconds: number | null;

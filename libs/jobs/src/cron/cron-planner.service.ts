@@ -50,10 +50,12 @@ interface PlanningBatch {
  * that one of them has just done. The clock is the database's, so instances whose clocks disagree
  * still plan the same slots.
  *
- * Schedules come from `JobsModule.forRoot({ schedules })`, `@JobTask({ cron })` (both "static":
- * written at boot) and `setSchedule()` / `removeSchedule()` at run time. An instance owns the static
- * schedules of the tasks it runs: at boot it writes those it declares and removes the static
- * schedules of those tasks that it no longer declares.
+ * Schedules come from `JobsModule.forRoot({ schedules })`, `@JobTask({ cron })`, `@Cron()` methods
+ * under `JobsScheduleModule` (all "static": written at boot) and `setSchedule()` /
+ * `removeSchedule()` at run time. An instance owns the static schedules of the tasks it runs: at
+ * boot it writes those it declares and removes the static schedules of those tasks that it no
+ * longer declares. `pauseSchedule()`, `resumeSchedule()`, `triggerSchedule()` and `nextRuns()`
+ * act on any stored schedule, static or not, from any instance.
  *
  * @publicApi
  */

@@ -90,6 +90,7 @@ export interface ScheduleInfo {
   readonly missedSlots: MissedSlotPolicy;
   /** Seconds; the module's `missedSlotGrace` when the schedule was written without one. */
   readonly missedSlotGrace: number;
+  /** Whether a slot may start while a run of the schedule is active. */
   readonly overlap: OverlapPolicy;
   /** Paused by `CronPlannerService.pauseSchedule()`: not planned until resumed. */
   readonly paused: boolean;
