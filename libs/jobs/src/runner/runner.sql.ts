@@ -54,9 +54,10 @@ export function runnerSql({ quoted: s }: SchemaName) {
    * - 'missed': not started by its "startBy" (the slot plus its schedule's grace), and, under
    *   'runOnce', not the latest missed slot of its schedule;
    * - 'overlap': its schedule (named by "overlapSchedule", set only under `overlap: 'skip'`) has a
-   *   later slot due too (a backlog: the latest due slot is the one that may start, which also
-   *   keeps two slots of one claim, or of two simultaneous claims, from both starting), or a run
-   *   that is active, on any instance, in this statement's snapshot.
+   *   later slot due too (a backlog: the latest due slot is the one that may start, which keeps
+   *   two slots of one claim from both starting, and two simultaneous claims too unless a slot
+   *   falls due between their starts), or a run that is active, on any instance, in this
+   *   statement's snapshot.
    * Cheap for every other job ("startBy" is NULL): the CASE stops there. Evaluated where it is
    * used, not materialised in a CTE of its own: a CTE that copies every claimed row (payloads
    * included) once more cost the drain a tenth of its throughput. Deterministic within the
@@ -88,6 +89,8 @@ export function runnerSql({ quoted: s }: SchemaName) {
                 WHERE later.schedule = ${c}."overlapSchedule" AND later.slot > ${c}."waitUntil"
                   AND later.slot <= now()
                 LIMIT 1) IS NOT NULL
+            -- A run of the schedule runs its task: the task filter spares the slot look-ups of
+            -- other tasks' attempts.
             OR (SELECT true FROM ${s}."jobHistory" h
                 WHERE h.state = 'active' AND h.task = ${c}.task
                   AND (SELECT a.schedule FROM ${s}."jobScheduleSlot" a WHERE a."jobId" = h.id LIMIT 1)
