@@ -7,6 +7,7 @@ export default {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: {
     '^nestjs-pg-jobs$': '<rootDir>/libs/jobs/src/index.ts',
+    '^nestjs-pg-jobs/schedule$': '<rootDir>/libs/jobs/src/schedule-bridge/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

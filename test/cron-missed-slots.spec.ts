@@ -25,11 +25,12 @@ class TickTask implements JobTaskHandler {
 }
 
 /** Subscribed before the app bootstraps, so it hears the boot's first claim. */
+/** `id reason` of every skipped event heard. */
 const skippedEvents: string[] = [];
 @Injectable()
 class SkipWatcher {
   constructor(@Inject(JobEventsService) events: JobEventsService) {
-    events.on('skipped').subscribe((event) => skippedEvents.push(event.id));
+    events.on('skipped').subscribe((event) => skippedEvents.push(`${event.id} ${event.reason}`));
   }
 }
 
@@ -268,7 +269,7 @@ it('skips a planned job queued past its grace even on an instance that did not p
   expect([...skippedEvents].sort()).toEqual(
     [...hourly, ...hourlyOnce]
       .filter((row) => row.state === 'skipped')
-      .map((row) => row.jobId)
+      .map((row) => `${row.jobId} missed`)
       .sort(),
   );
 }, 60_000);

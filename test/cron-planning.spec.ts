@@ -7,7 +7,7 @@ import {
   JobTask,
 } from 'nestjs-pg-jobs';
 import type { CronScheduleOptions, JobTaskHandler, JobsModuleOptions } from 'nestjs-pg-jobs';
-import { expandSlots } from '../libs/jobs/src/cron/slot-expansion.js';
+import { expandSlots } from '../libs/jobs/src/schedule/slot-expansion.js';
 import { startJobsApp } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
 import { useCluster } from './support/cluster.js';
@@ -95,7 +95,7 @@ describe('five instances planning at once', () => {
       expect(
         mine.every((row) => row.waitUntil.getTime() === row.slot.getTime() && row.isScheduled),
       ).toBe(true);
-      const source = { cron: schedule.cron, timezone: schedule.timezone ?? 'UTC' };
+      const source = { cron: schedule.cron as string, timezone: schedule.timezone ?? 'UTC' };
       // No gaps between the first and the last planned slot...
       const between = expandSlots(
         source,

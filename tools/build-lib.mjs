@@ -17,7 +17,11 @@ function step(...args) {
 
 rmSync(out, { recursive: true, force: true });
 step('node_modules/typescript/bin/tsc', '-p', 'libs/jobs/tsconfig.lib.json');
-step('tools/check-declarations.mjs', 'dist/jobs/index.d.ts');
+step(
+  'tools/check-declarations.mjs',
+  'dist/jobs/index.d.ts',
+  'dist/jobs/schedule-bridge/index.d.ts',
+);
 
 const manifest = {
   name: 'nestjs-pg-jobs',
@@ -26,7 +30,11 @@ const manifest = {
   license: monorepo.license,
   type: 'module',
   engines: monorepo.engines,
-  exports: { '.': { types: './index.d.ts', import: './index.js' } },
+  exports: {
+    '.': { types: './index.d.ts', import: './index.js' },
+    // Apart from the main entry: the only files that import the optional @nestjs/schedule.
+    './schedule': { types: './schedule-bridge/index.d.ts', import: './schedule-bridge/index.js' },
+  },
   main: './index.js',
   types: './index.d.ts',
   sideEffects: false,
@@ -42,7 +50,10 @@ const manifest = {
     'reflect-metadata': '^0.2.0',
     rxjs: '^7.1.0',
     typeorm: '^1.0.0',
+    '@nestjs/schedule': '^12.0.0',
   },
+  // Only apps that import nestjs-pg-jobs/schedule (JobsScheduleModule) need it.
+  peerDependenciesMeta: { '@nestjs/schedule': { optional: true } },
 };
 writeFileSync(new URL('package.json', out), JSON.stringify(manifest, null, 2) + '\n');
 copyFileSync(new URL('README.md', root), new URL('README.md', out));

@@ -4,16 +4,19 @@
 // `@internal`, and the declarations must type-check on their own: a public one that names a type
 // stripped as `@internal` does not.
 //
-//   node tools/check-declarations.mjs dist/jobs/index.d.ts   (exits 1 and lists what is wrong)
+//   node tools/check-declarations.mjs dist/jobs/index.d.ts [more entries]   (exits 1 and lists what is wrong)
+//
+// A package with several entry points (`exports` subpaths) passes each entry's index: a type any
+// of them exports is public, and the first one's folder is the package.
 import { dirname, relative, resolve } from 'node:path';
 import ts from 'typescript';
 
-/** What is wrong with the declarations reachable from `indexFile`, one line each; none if nothing. */
-function checkDeclarations(indexFile) {
-  const index = resolve(indexFile);
-  const root = dirname(index);
+/** What is wrong with the declarations reachable from the entries, one line each; none if nothing. */
+function checkDeclarations(indexFiles) {
+  const indexes = indexFiles.map((file) => resolve(file));
+  const root = dirname(indexes[0]);
   const inPackage = (fileName) => resolve(fileName).startsWith(root + '/');
-  const program = ts.createProgram([index], {
+  const program = ts.createProgram(indexes, {
     module: ts.ModuleKind.NodeNext,
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
     target: ts.ScriptTarget.ES2022,
@@ -32,8 +35,8 @@ function checkDeclarations(indexFile) {
 
   const target = (symbol) =>
     symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
-  const exported = checker.getExportsOfModule(
-    checker.getSymbolAtLocation(program.getSourceFile(index)),
+  const exported = indexes.flatMap((index) =>
+    checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(index))),
   );
   const exportedTargets = new Set(exported.map(target));
   const leaks = new Map();
@@ -87,7 +90,8 @@ function checkDeclarations(indexFile) {
   return problems;
 }
 
-const problems = checkDeclarations(process.argv[2] ?? 'dist/jobs/index.d.ts');
+const entries = process.argv.slice(2);
+const problems = checkDeclarations(entries.length > 0 ? entries : ['dist/jobs/index.d.ts']);
 if (problems.length > 0) {
   console.error(`The declarations leak or do not type-check:\n  ${problems.join('\n  ')}`);
   process.exit(1);

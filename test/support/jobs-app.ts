@@ -1,6 +1,6 @@
 import { Test } from '@nestjs/testing';
 import type { TestingModule } from '@nestjs/testing';
-import type { Provider, Type } from '@nestjs/common';
+import type { ModuleMetadata, Provider, Type } from '@nestjs/common';
 import { JobQueueService, JobsModule } from 'nestjs-pg-jobs';
 import type { JobsModuleOptions } from 'nestjs-pg-jobs';
 
@@ -9,6 +9,8 @@ export interface AppSetup {
   tasks?: Type[];
   providers?: Provider[];
   options?: Partial<JobsModuleOptions>;
+  /** Modules the app imports besides `JobsModule`. */
+  imports?: ModuleMetadata['imports'];
 }
 
 export interface JobsApp {
@@ -31,7 +33,7 @@ export async function closeOpenApps(): Promise<void> {
  */
 export async function startJobsApp(url: string, setup: AppSetup = {}): Promise<JobsApp> {
   const module = await Test.createTestingModule({
-    imports: [JobsModule.forRoot({ connection: url, ...setup.options })],
+    imports: [JobsModule.forRoot({ connection: url, ...setup.options }), ...(setup.imports ?? [])],
     providers: [...(setup.tasks ?? []), ...(setup.providers ?? [])],
   })
     .setLogger(quietLogger)

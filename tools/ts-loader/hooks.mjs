@@ -10,7 +10,10 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 const root = new URL('../../', import.meta.url);
-const aliases = new Map([['nestjs-pg-jobs', new URL('libs/jobs/src/index.ts', root).href]]);
+const aliases = new Map([
+  ['nestjs-pg-jobs', new URL('libs/jobs/src/index.ts', root).href],
+  ['nestjs-pg-jobs/schedule', new URL('libs/jobs/src/schedule-bridge/index.ts', root).href],
+]);
 
 const compilerOptions = {
   module: ts.ModuleKind.ESNext,

@@ -51,6 +51,7 @@ export { CronPlannerService } from './cron/cron-planner.service.js';
 export type {
   CronScheduleOptions,
   MissedSlotPolicy,
+  OverlapPolicy,
   ScheduleInfo,
   ScheduleSource,
 } from './schedule/cron-schedule.interface.js';
@@ -72,6 +73,10 @@ export {
   InvalidScheduleError,
   InvalidCronExpressionError,
   InvalidTimeZoneError,
+  UnknownScheduleError,
+  InvalidCronOptionError,
+  ScheduleModuleConflictError,
+  DurableCronJobError,
   JobFailedError,
   JobCancelledError,
   JobPromiseTimeoutError,
@@ -95,6 +100,7 @@ export type {
   JobFailedEvent,
   JobCancelledEvent,
   JobSkippedEvent,
+  SkipReason,
 } from './events/job-lifecycle-event.interface.js';
 
 // Prometheus metrics; JobsMetrics: the deprecated name of JobsMetricsService.

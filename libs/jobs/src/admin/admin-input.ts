@@ -37,6 +37,15 @@ export function parseJobId(value: unknown): string {
   return value.toLowerCase();
 }
 
+export function parseScheduleName(value: unknown): string {
+  if (typeof value !== 'string' || !NAME_PATTERN.test(value)) {
+    throw bad(
+      `"name" must be a schedule name (1-200 letters, digits or "_.:-"); got ${show(value)}`,
+    );
+  }
+  return value;
+}
+
 export function parseJobListQuery(query: Record<string, unknown>): JobListQuery {
   onlyKeys(query, ['state', 'task', 'limit', 'offset']);
   const { state, task } = query;

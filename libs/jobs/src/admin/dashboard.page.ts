@@ -42,19 +42,25 @@ function fill(tbody, rows, columns, empty) {
     })));
   }
 }
-function act(action, id) {
-  return api("jobs/" + id + "/" + action, { method: "POST", headers: { "X-Jobs-Admin": "1" } })
-    .then(() => { say(action === "retry" ? "Job " + id + " queued again." : "Job " + id + " cancelled."); return refresh(); })
+function act(path, done) {
+  return api(path, { method: "POST", headers: { "X-Jobs-Admin": "1" } })
+    .then(() => { say(done); return refresh(); })
     .catch((err) => say(err.message, true));
 }
+const JOB_DONE = { retry: " queued again.", cancel: " cancelled." };
+const SCHEDULE_DONE = { pause: " paused.", resume: " resumed.", trigger: " triggered: one run now." };
 function say(text, isError) {
   const note = $("note");
   note.textContent = text;
   note.className = isError ? "error" : "";
 }
 function button(label, action, id) {
-  return el("button", { type: "button", "data-action": action, text: label, onclick: () => act(action, id) });
+  return el("button", { type: "button", "data-action": action, text: label, onclick: () => act("jobs/" + id + "/" + action, "Job " + id + JOB_DONE[action]) });
 }
+function scheduleButton(label, action, name) {
+  return el("button", { type: "button", "data-action": action, text: label, onclick: () => act("schedules/" + encodeURIComponent(name) + "/" + action, "Schedule " + name + SCHEDULE_DONE[action]) });
+}
+const scheduleButtons = (r) => el("span", {}, [r.paused ? scheduleButton("Resume", "resume", r.name) : scheduleButton("Pause", "pause", r.name), document.createTextNode(" "), scheduleButton("Run now", "trigger", r.name)]);
 function chart(minutes) {
   const svg = $("chart");
   const width = 600, height = 120, n = minutes.length || 1, bar = width / n;
@@ -97,7 +103,7 @@ function refresh() {
     fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, (r) => when(r.waitUntil), (r) => r.attempt, (r) => r.lastErrorMessage || "", (r) => button("Cancel", "cancel", r.id)], "Nothing queued.");
     fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt)], "Nothing running.");
     fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => when(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : ""], "No completed jobs.");
-    fill($("schedules"), schedules.schedules, [(r) => r.name, (r) => r.task, (r) => r.cron, (r) => r.timezone, (r) => when(r.plannedUntil), (r) => json(r.payload)], "No schedules.");
+    fill($("schedules"), schedules.schedules, [(r) => r.name, (r) => r.task, (r) => r.cron, (r) => r.timezone, (r) => r.overlap, (r) => (r.paused ? "paused" : when(r.plannedUntil)), (r) => json(r.payload), scheduleButtons], "No schedules.");
     chart(throughput.minutes);
     $("updated").textContent = "Updated " + new Date().toLocaleTimeString();
   }).catch((err) => say("Cannot load: " + err.message, true));
@@ -156,7 +162,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 <h2>Recently completed</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Completed at</th><th>Took</th></tr></thead><tbody id="completed"></tbody></table>
 <h2>Schedules</h2>
-<table><thead><tr><th>Name</th><th>Task</th><th>Cron</th><th>Time zone</th><th>Planned until</th><th>Payload</th></tr></thead><tbody id="schedules"></tbody></table>
+<table><thead><tr><th>Name</th><th>Task</th><th>Cron</th><th>Time zone</th><th>Overlap</th><th>Planned until</th><th>Payload</th><th></th></tr></thead><tbody id="schedules"></tbody></table>
 <script>${SCRIPT}</script>
 </body>
 </html>

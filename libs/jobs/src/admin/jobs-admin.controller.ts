@@ -12,7 +12,13 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import type { CanActivate, Type } from '@nestjs/common';
-import { parseJobId, parseJobListQuery, parseMinutes, parseNoQuery } from './admin-input.js';
+import {
+  parseJobId,
+  parseJobListQuery,
+  parseMinutes,
+  parseNoQuery,
+  parseScheduleName,
+} from './admin-input.js';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.page.js';
 import { JobsAdminService } from './jobs-admin.service.js';
 
@@ -75,6 +81,27 @@ export function createAdminController(
     schedules(@Query() query: Query) {
       parseNoQuery(query);
       return this.admin.schedules();
+    }
+
+    @Post('api/schedules/:name/pause')
+    @HttpCode(200)
+    pause(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.pauseSchedule(parseScheduleName(name));
+    }
+
+    @Post('api/schedules/:name/resume')
+    @HttpCode(200)
+    resume(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.resumeSchedule(parseScheduleName(name));
+    }
+
+    @Post('api/schedules/:name/trigger')
+    @HttpCode(200)
+    trigger(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.triggerSchedule(parseScheduleName(name));
     }
 
     @Get('api/throughput')

@@ -5,6 +5,7 @@ import { findInApp } from '../common/find-in-app.js';
 import { CronPlannerService } from '../cron/cron-planner.service.js';
 import type { ScheduleInfo } from '../schedule/cron-schedule.interface.js';
 import { JobsDatabase } from '../database/jobs-database.js';
+import { UnknownScheduleError } from '../errors/jobs.errors.js';
 import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
@@ -31,7 +32,10 @@ export interface TaskStats {
   interrupted: number;
   /** Cancelled in the window. */
   cancelled: number;
-  /** Cron jobs that missed their slot's grace and never ran. */
+  /**
+   * Cron jobs that never ran: they missed their slot's grace, or their `overlap: 'skip'` schedule
+   * had a run active.
+   */
   skipped: number;
   /** Seconds the longest-waiting due job has been due; `null` when none is. */
   oldestPendingAgeSeconds: number | null;
@@ -158,6 +162,39 @@ export class JobsAdminService implements OnModuleInit {
 
   async schedules(): Promise<{ schedules: ScheduleInfo[] }> {
     return { schedules: await this.planner.listSchedules() };
+  }
+
+  /** Pauses a schedule on every instance (see `CronPlannerService.pauseSchedule`). */
+  async pauseSchedule(name: string): Promise<{ schedule: ScheduleInfo }> {
+    await this.knownSchedule(() => this.planner.pauseSchedule(name));
+    return { schedule: await this.schedule(name) };
+  }
+
+  /** Resumes a paused schedule from now on (see `CronPlannerService.resumeSchedule`). */
+  async resumeSchedule(name: string): Promise<{ schedule: ScheduleInfo }> {
+    await this.knownSchedule(() => this.planner.resumeSchedule(name));
+    return { schedule: await this.schedule(name) };
+  }
+
+  /** Runs a schedule once, now (see `CronPlannerService.triggerSchedule`). */
+  async triggerSchedule(name: string): Promise<{ job: JobInfo }> {
+    const id = await this.knownSchedule(() => this.planner.triggerSchedule(name));
+    return { job: (await this.queue.getJob(id))! };
+  }
+
+  private async knownSchedule<T>(action: () => Promise<T>): Promise<T> {
+    try {
+      return await action();
+    } catch (err) {
+      if (err instanceof UnknownScheduleError) throw new NotFoundException(err.message);
+      throw err;
+    }
+  }
+
+  private async schedule(name: string): Promise<ScheduleInfo> {
+    const found = (await this.planner.listSchedules()).find((schedule) => schedule.name === name);
+    if (!found) throw new NotFoundException(`No schedule is named ${JSON.stringify(name)}.`);
+    return found;
   }
 
   private async refuse(id: string, action: string, allowed: string): Promise<never> {

@@ -5,7 +5,12 @@ import { toError } from '../common/errors.js';
 import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
-import { InvalidScheduleError, UnknownTaskError } from '../errors/jobs.errors.js';
+import {
+  InvalidScheduleError,
+  JobsError,
+  UnknownScheduleError,
+  UnknownTaskError,
+} from '../errors/jobs.errors.js';
 import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
@@ -14,7 +19,7 @@ import { validateSchedule } from '../schedule/validate-schedule.js';
 import type { ValidatedSchedule } from '../schedule/validate-schedule.js';
 import { cronSql } from './cron.sql.js';
 import type { CronSql, ScheduleRow } from './cron.sql.js';
-import { expandSlots, latestSlotAtOrBefore } from './slot-expansion.js';
+import { expandSlots, latestSlotAtOrBefore } from '../schedule/slot-expansion.js';
 
 /**
  * How long a slot row outlives its slot (and its job's claim). Planners only expand slots after
@@ -22,6 +27,10 @@ import { expandSlots, latestSlotAtOrBefore } from './slot-expansion.js';
  * can lag.
  */
 const SLOT_RETENTION_SECONDS = 3600;
+
+/** `nextRuns()` answers at most this many slots, found within this far ahead. */
+const MAX_NEXT_RUNS = 1000;
+const NEXT_RUNS_HORIZON_MS = 10 * 366 * 86_400_000;
 
 interface PlanningBatch {
   readonly schedule: string[];
@@ -41,10 +50,12 @@ interface PlanningBatch {
  * that one of them has just done. The clock is the database's, so instances whose clocks disagree
  * still plan the same slots.
  *
- * Schedules come from `JobsModule.forRoot({ schedules })`, `@JobTask({ cron })` (both "static":
- * written at boot) and `setSchedule()` / `removeSchedule()` at run time. An instance owns the static
- * schedules of the tasks it runs: at boot it writes those it declares and removes the static
- * schedules of those tasks that it no longer declares.
+ * Schedules come from `JobsModule.forRoot({ schedules })`, `@JobTask({ cron })`, `@Cron()` methods
+ * under `JobsScheduleModule` (all "static": written at boot) and `setSchedule()` /
+ * `removeSchedule()` at run time. An instance owns the static schedules of the tasks it runs: at
+ * boot it writes those it declares and removes the static schedules of those tasks that it no
+ * longer declares. `pauseSchedule()`, `resumeSchedule()`, `triggerSchedule()` and `nextRuns()`
+ * act on any stored schedule, static or not, from any instance.
  *
  * @publicApi
  */
@@ -105,10 +116,87 @@ export class CronPlannerService {
 
   /** Removes a schedule and its planned jobs that have not started. Returns `false` if there was none. */
   async removeSchedule(name: string): Promise<boolean> {
-    if (typeof name !== 'string' || name.length === 0) {
-      throw new InvalidScheduleError(String(name), 'name', name, 'must be a schedule name');
-    }
+    assertScheduleName(name);
     return this.remove(name);
+  }
+
+  /**
+   * Stops planning a schedule, on every instance, until `resumeSchedule()`: its planned jobs that
+   * have not started are removed (a run in progress goes on). Durable: the schedule stays paused
+   * across restarts and deploys, static ones included. Pausing a paused schedule changes nothing.
+   * Throws `UnknownScheduleError` for a name with no schedule.
+   */
+  async pauseSchedule(name: string): Promise<void> {
+    assertScheduleName(name);
+    const paused = await this.transaction(async (client) => {
+      const { rows } = await client.query(this.sql.pauseSchedule, [name]);
+      if (rows.length > 0) await client.query(this.sql.removeUnstartedPlannedJobs, [name]);
+      return rows.length > 0;
+    });
+    if (!paused) throw new UnknownScheduleError(name);
+    this.logger.log(`Paused schedule "${name}".`);
+  }
+
+  /**
+   * Plans a paused schedule again, from now on: the slots that fell during the pause are neither
+   * run nor recorded as missed. Resuming a schedule that is not paused changes nothing. Throws
+   * `UnknownScheduleError` for a name with no schedule.
+   */
+  async resumeSchedule(name: string): Promise<void> {
+    assertScheduleName(name);
+    const [{ found, resumed }] = await this.db.query<{ found: boolean; resumed: number }>(
+      this.sql.resumeSchedule,
+      [name],
+    );
+    if (!found) throw new UnknownScheduleError(name);
+    if (resumed === 0) return;
+    this.logger.log(`Resumed schedule "${name}".`);
+    await this.planSlots();
+  }
+
+  /**
+   * Runs a schedule once, now, on whichever instance claims it (paused or not), with its payload,
+   * and returns the job's id. The run is one of the schedule's slots: under `overlap: 'skip'` it is
+   * skipped while another run of the schedule is active, and it has the schedule's
+   * `missedSlotGrace` to start. Throws `UnknownScheduleError` for a name with no schedule.
+   */
+  async triggerSchedule(name: string): Promise<string> {
+    assertScheduleName(name);
+    const [schedule] = await this.db.query<{ task: string }>(this.sql.scheduleTask, [name]);
+    if (!schedule) throw new UnknownScheduleError(name);
+    const [job] = await this.db.query<{ id: string }>(this.sql.triggerSchedule, [
+      name,
+      randomUUID(),
+      this.maxRetriesOf(schedule.task),
+      this.options.instanceId,
+      this.channel,
+      NEW_JOB_NOTIFICATION,
+    ]);
+    // Removed between the two statements.
+    if (!job) throw new UnknownScheduleError(name);
+    this.logger.log(`Triggered schedule "${name}": job ${job.id}.`);
+    return job.id;
+  }
+
+  /**
+   * The next `count` (default 1, at most 1000) slots of a schedule after the database's now, within
+   * the next ten years: what it will run unless it is changed, or paused (a paused schedule's
+   * slots are answered all the same; `listSchedules()` tells whether it is paused). A one-off
+   * schedule has at most one. Throws `UnknownScheduleError` for a name with no schedule.
+   */
+  async nextRuns(name: string, count = 1): Promise<Date[]> {
+    assertScheduleName(name);
+    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_NEXT_RUNS) {
+      throw new JobsError(
+        `nextRuns("${name}", count): "count" must be an integer from 1 to ${MAX_NEXT_RUNS}; got ${String(count)}.`,
+      );
+    }
+    const [schedule] = await this.db.query<ScheduleRow & { now: Date }>(this.sql.scheduleWithNow, [
+      name,
+    ]);
+    if (!schedule) throw new UnknownScheduleError(name);
+    const until = new Date(schedule.now.getTime() + NEXT_RUNS_HORIZON_MS);
+    return expandSlots(schedule, schedule.now, until, count);
   }
 
   /** Every stored schedule, by name. */
@@ -120,12 +208,12 @@ export class CronPlannerService {
   /** @internal Validates the static schedules once the handlers are discovered: a bad one fails the boot. */
   prepare(): void {
     const fromTasks = this.registry.names.flatMap((name) => {
-      const { cron, timezone, payload, missedSlots, missedSlotGrace } =
+      const { cron, timezone, payload, missedSlots, missedSlotGrace, overlap } =
         this.registry.get(name)!.options;
       if (cron === undefined) return [];
       return [
         validateSchedule(
-          { task: name, cron, timezone, payload, missedSlots, missedSlotGrace },
+          { task: name, cron, timezone, payload, missedSlots, missedSlotGrace, overlap },
           'static',
           this.options.missedSlotGrace,
         ),
@@ -201,7 +289,7 @@ export class CronPlannerService {
     const batch: PlanningBatch = { schedule: [], version: [], slot: [], jobId: [], maxRetries: [] };
     const skippedOnly: ScheduleRow[] = [];
     for (const schedule of rows) {
-      if (schedule.name === null) continue;
+      if (schedule.name === null || schedule.paused) continue;
       let slots: Date[];
       try {
         slots = expandSlots(schedule, now, until, this.options.maxPlannedSlots);
@@ -222,8 +310,7 @@ export class CronPlannerService {
         );
         if (slots.length === 0) skippedOnly.push(schedule);
       }
-      const maxRetries =
-        this.registry.get(schedule.task)?.options.maxRetries ?? this.options.maxRetries;
+      const maxRetries = this.maxRetriesOf(schedule.task);
       for (const slot of slots) {
         batch.schedule.push(schedule.name);
         batch.version.push(schedule.version);
@@ -251,6 +338,11 @@ export class CronPlannerService {
     ]);
     if (result.planned > 0) this.logger.log(`Planned ${result.planned} cron job(s).`);
     return result.planned;
+  }
+
+  /** Retries of a planned job: its task's, else the module's. */
+  private maxRetriesOf(task: string): number {
+    return this.registry.get(task)?.options.maxRetries ?? this.options.maxRetries;
   }
 
   /** The latest slot that fell due after the last planned one and was never planned, if any. */
@@ -295,6 +387,7 @@ export class CronPlannerService {
         schedule.missedSlots,
         schedule.source,
         schedule.missedSlotGrace,
+        schedule.overlap,
       ]);
       if (rows[0].changed) await client.query(this.sql.removeUnstartedPlannedJobs, [schedule.name]);
     });
@@ -322,5 +415,11 @@ export class CronPlannerService {
     } finally {
       client.release();
     }
+  }
+}
+
+function assertScheduleName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new InvalidScheduleError(String(name), 'name', name, 'must be a schedule name');
   }
 }

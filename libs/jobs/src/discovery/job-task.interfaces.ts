@@ -1,4 +1,4 @@
-import type { MissedSlotPolicy } from '../schedule/cron-schedule.interface.js';
+import type { MissedSlotPolicy, OverlapPolicy } from '../schedule/cron-schedule.interface.js';
 
 /**
  * What a running task knows about its job.
@@ -53,9 +53,10 @@ export interface JobTaskOptions {
   worker?: boolean;
   /**
    * Runs the task on this cron schedule, once per slot across all instances (a static schedule
-   * named after the task; see `CronScheduleOptions` for the expression, zones and DST).
+   * named after the task; see `CronScheduleOptions` for the expression, zones and DST). A `Date`
+   * is a one-off slot.
    */
-  cron?: string;
+  cron?: string | Date;
   /** IANA time zone of `cron`. Default `'UTC'`. */
   timezone?: string;
   /** Payload of the jobs `cron` plans. Default `{}`. */
@@ -67,4 +68,6 @@ export interface JobTaskOptions {
   missedSlots?: MissedSlotPolicy;
   /** Seconds after its slot a `cron` job may still start. Default: the module's `missedSlotGrace`. */
   missedSlotGrace?: number;
+  /** Whether a slot may start while a run of the schedule is active. Default `'allow'`. */
+  overlap?: OverlapPolicy;
 }

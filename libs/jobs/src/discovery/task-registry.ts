@@ -15,6 +15,20 @@ export interface RegisteredTask {
 }
 
 /**
+ * Class metadata of a provider that makes tasks of its own (a `JobTaskSource`): the
+ * `@nestjs/schedule` bridge, one task per `@Cron()` method.
+ */
+export const JOB_TASK_SOURCE_METADATA = 'nestjs-pg-jobs:task-source';
+
+/**
+ * A provider (marked with `JOB_TASK_SOURCE_METADATA`) asked for its tasks whenever the app's tasks
+ * are discovered, so its tasks are known, with their schedules, whichever module initialises first.
+ */
+export interface JobTaskSource {
+  jobTasks(): readonly (Required<RegisteredTask> & { readonly className: string })[];
+}
+
+/**
  * Which `@JobTask()` classes a registry takes: the main thread's (`in-process`) leaves the
  * `worker: true` ones to the pool threads, which take only those (`worker`).
  */
@@ -39,6 +53,11 @@ export class TaskRegistry {
     for (const wrapper of this.discovery.getProviders()) {
       const type = wrapper.metatype;
       if (!type || typeof type !== 'function') continue;
+      if (kind === 'in-process' && this.reflector.get(JOB_TASK_SOURCE_METADATA, type)) {
+        for (const task of (wrapper.instance as JobTaskSource).jobTasks()) {
+          this.register(task.options, task.handler, task.className, true);
+        }
+      }
       const options = this.reflector.get<JobTaskOptions | undefined>(JOB_TASK_METADATA, type);
       if (!options || (options.worker === true) !== (kind === 'worker')) continue;
       this.register(options, wrapper.instance, type.name, wrapper.isDependencyTreeStatic());

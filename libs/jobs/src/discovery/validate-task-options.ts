@@ -14,10 +14,17 @@ const KNOWN_OPTIONS = new Set<string>([
   'payload',
   'missedSlots',
   'missedSlotGrace',
+  'overlap',
 ]);
 
 /** Options that only mean something on a task with a `cron` schedule. */
-const CRON_ONLY_OPTIONS = ['timezone', 'payload', 'missedSlots', 'missedSlotGrace'] as const;
+const CRON_ONLY_OPTIONS = [
+  'timezone',
+  'payload',
+  'missedSlots',
+  'missedSlotGrace',
+  'overlap',
+] as const;
 
 /**
  * Checks the options of one `@JobTask()` at boot, with the messages module options get, so that a

@@ -259,6 +259,72 @@ export class WorkerPoolStoppedError extends JobsError {
   }
 }
 
+/**
+ * `CronPlannerService.pauseSchedule`, `resumeSchedule`, `triggerSchedule` or `nextRuns` named a
+ * schedule that is not stored. Nothing was changed.
+ */
+export class UnknownScheduleError extends JobsError {
+  constructor(readonly schedule: string) {
+    super(
+      `No schedule is named ${JSON.stringify(schedule)}: listSchedules() shows the stored ones. A static schedule ` +
+        '(the schedules option, @JobTask({ cron }), a @Cron() method under JobsScheduleModule) is stored once an ' +
+        'instance that declares it has booted; a @Cron() method without a "name" is named "Class.method".',
+    );
+  }
+}
+
+/**
+ * The app imports `JobsScheduleModule.forRoot()` and also `@nestjs/schedule`'s
+ * `ScheduleModule.forRoot()` with cron jobs on (or twice): every `@Cron()` method would run on every
+ * instance at every tick, and once more durably. Thrown while the app boots.
+ */
+export class ScheduleModuleConflictError extends JobsError {
+  constructor(readonly imports: readonly { readonly cronJobs: boolean }[]) {
+    super(
+      imports.some((options) => options.cronJobs)
+        ? 'ScheduleModule.forRoot() from @nestjs/schedule is imported with cron jobs on, next to JobsScheduleModule.forRoot(): ' +
+            'every @Cron() method would run on every instance at every tick, and once more as a durable job. ' +
+            'Replace that ScheduleModule.forRoot() import with JobsScheduleModule.forRoot() (which imports ' +
+            'ScheduleModule.forRoot({ cronJobs: false }) itself, so SchedulerRegistry, @Interval() and @Timeout() keep working).'
+        : `ScheduleModule.forRoot() from @nestjs/schedule is imported ${imports.length} times: every @Interval() and ` +
+            '@Timeout() would run once per import. Remove the ScheduleModule.forRoot(...) import next to ' +
+            'JobsScheduleModule.forRoot(), which imports ScheduleModule.forRoot({ cronJobs: false }) itself, and import ' +
+            'JobsScheduleModule.forRoot() once, in the root module.',
+    );
+  }
+}
+
+/**
+ * An option of a `@Cron()` method (or of `JobsScheduleModule.forRoot()`) cannot be honoured by a
+ * durable schedule: a bad zone or offset, both `timeZone` and `utcOffset`, a `cronTime` that is
+ * neither an expression nor a date, a name that cannot name a schedule. Thrown while the app boots.
+ */
+export class InvalidCronOptionError extends InvalidTaskHandlerError {
+  constructor(
+    readonly source: string,
+    readonly option: string,
+    readonly value: unknown,
+    expectation: string,
+  ) {
+    super(`${source} option "${option}" ${expectation}; got ${describe(value)}.`);
+  }
+}
+
+/**
+ * `SchedulerRegistry.getCronJob(name)` (or `deleteCronJob`) named a `@Cron()` method that
+ * `JobsScheduleModule` runs as a durable schedule: there is no local `CronJob` to read or stop.
+ */
+export class DurableCronJobError extends JobsError {
+  constructor(readonly schedule: string) {
+    super(
+      `Cron job ${JSON.stringify(schedule)} runs as a durable schedule (JobsScheduleModule): it has no local CronJob. ` +
+        'Use CronPlannerService, which acts on every instance: nextRuns(name, n) for nextDate()/nextDates(), ' +
+        'pauseSchedule(name) / resumeSchedule(name) for stop()/start(), triggerSchedule(name) for fireOnTick(), ' +
+        'listSchedules() for its definition, and JobQueueService.getJob() or the dashboard for its last runs.',
+    );
+  }
+}
+
 function describeDeath(exitCode: number | undefined, crash: Error | undefined): string {
   if ((crash as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
     return `ran out of memory (workerResourceLimits): ${crash!.message}`;

@@ -57,9 +57,16 @@ export interface JobCancelledEvent extends JobEventBase {
 }
 
 /**
- * A cron job this instance's claim took out of the queue without running it: it had not started
- * within its schedule's `missedSlotGrace` after its slot (see `MissedSlotPolicy`).
+ * Why a cron job was skipped: `'missed'`, it had not started within its schedule's
+ * `missedSlotGrace` after its slot (see `MissedSlotPolicy`); `'overlap'`, its schedule
+ * (`overlap: 'skip'`) had a run active or a later slot due (see `OverlapPolicy`).
+ *
+ * @publicApi
  */
+export type SkipReason = 'missed' | 'overlap';
+
+/** A cron job this instance's claim took out of the queue without running it. */
 export interface JobSkippedEvent extends JobEventBase {
   readonly type: 'skipped';
+  readonly reason: SkipReason;
 }

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { toError } from '../common/errors.js';
-import type { JobLifecycleEvent } from './job-lifecycle-event.interface.js';
+import type { JobLifecycleEvent, SkipReason } from './job-lifecycle-event.interface.js';
 
 type Listener = (event: JobLifecycleEvent) => void;
 
@@ -78,10 +78,10 @@ export class LifecycleEmitter {
     });
   }
 
-  /** A cron job that missed its slot's grace, recorded `skipped` by this instance's claim. */
-  skipped(job: { id: string; task: string }): void {
+  /** A cron job this instance's claim recorded `skipped` instead of starting it, and why. */
+  skipped(job: { id: string; task: string }, reason: SkipReason): void {
     if (this.listeners.size === 0) return;
-    this.emit({ type: 'skipped', id: job.id, task: job.task, at: new Date() });
+    this.emit({ type: 'skipped', id: job.id, task: job.task, reason, at: new Date() });
   }
 
   cancelled(job: { id: string; task: string }): void {

@@ -68,7 +68,7 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
     });
     this.skipped = new Counter({
       name: `${prefix}skipped_total`,
-      help: 'Cron jobs this instance skipped: not started within missedSlotGrace of their slot.',
+      help: "Cron jobs this instance's claims skipped: missed their slot's missedSlotGrace, or overlapped a run (overlap: 'skip').",
       labelNames: ['task'],
       registers,
     });

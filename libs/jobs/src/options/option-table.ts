@@ -158,7 +158,7 @@ export const OPTION_TABLE = {
   runJobs: toggle(true, '`false`: this instance only enqueues'),
   schedules: {
     default: '`[]`',
-    doc: 'static cron schedules: `{ name, task, cron, timezone?, payload?, missedSlots?, missedSlotGrace? }`',
+    doc: 'static cron schedules: `{ name, task, cron, timezone?, payload?, missedSlots?, missedSlotGrace?, overlap? }`',
     resolve: resolveScheduleList,
   },
   scheduleHorizon: duration(defaults.DEFAULT_SCHEDULE_HORIZON, 'how far ahead the planner plans'),

@@ -1,7 +1,8 @@
 /**
  * Where a job is: `pending` in the queue (also between retries), `active` on an instance, or
  * ended. `skipped` is a cron job that never ran: it had not started within its schedule's
- * `missedSlotGrace` after its slot.
+ * `missedSlotGrace` after its slot, or its schedule (`overlap: 'skip'`) had a run active; its
+ * `lastErrorMessage` says which.
  *
  * @publicApi
  */

@@ -5,6 +5,7 @@ import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
+import type { SkipReason } from '../events/job-lifecycle-event.interface.js';
 import { channelFor } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
@@ -17,6 +18,12 @@ import { RunningAttempts } from './running-attempts.js';
 import type { RunningAttempt } from './running-attempts.js';
 import { ShutdownDrain } from './shutdown-drain.js';
 import { TaskExecutor } from './task-executor.js';
+
+/** What the log says of each reason the claim skips cron jobs for. */
+const SKIP_EXPLANATIONS: Record<SkipReason, string> = {
+  missed: 'not started within missedSlotGrace of their slot',
+  overlap: "their schedule (overlap: 'skip') had a run active or a later slot due",
+};
 
 /**
  * Claims due jobs up to this instance's capacity and runs them: the orchestrator of an attempt's
@@ -193,11 +200,13 @@ export class JobRunner {
   }
 
   private reportSkipped(jobs: readonly ClaimRow[]): void {
-    for (const job of jobs) this.events.skipped(job);
-    const tasks = [...new Set(jobs.map((job) => job.task))].join(', ');
-    this.logger.warn(
-      `Skipped ${jobs.length} cron job(s) of ${tasks}: not started within missedSlotGrace of their slot.`,
-    );
+    for (const job of jobs) this.events.skipped(job, job.skipReason ?? 'missed');
+    for (const [reason, why] of Object.entries(SKIP_EXPLANATIONS)) {
+      const skipped = jobs.filter((job) => (job.skipReason ?? 'missed') === reason);
+      if (skipped.length === 0) continue;
+      const tasks = [...new Set(skipped.map((job) => job.task))].join(', ');
+      this.logger.warn(`Skipped ${skipped.length} cron job(s) of ${tasks}: ${why}.`);
+    }
   }
 
   private launch(job: ClaimedJob): void {

@@ -1,16 +1,18 @@
 import type { AttemptJob } from '../attempt/attempt-job.js';
 import { preparedStatement } from '../database/prepared-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
+import type { SkipReason } from '../events/job-lifecycle-event.interface.js';
 
 /** A claimed job, as the runner holds it while the attempt runs. */
 export interface ClaimedJob extends AttemptJob {
   readonly priority: number;
 }
 
-/** A row of the claim: a claimed job, or a cron job the claim took out of the queue as missed. */
+/** A row of the claim: a claimed job, or a cron job the claim took out of the queue as skipped. */
 export interface ClaimRow extends ClaimedJob {
   /** Recorded `skipped` by the claim itself: it is not to be run. */
   readonly skipped: boolean;
+  readonly skipReason: SkipReason | null;
 }
 
 /**
@@ -38,21 +40,29 @@ export function runnerSql({ quoted: s }: SchemaName) {
       FROM released
       RETURNING id`;
   /**
-   * Whether the claimed job `c` missed its cron slot: not started by its "startBy" (the slot plus
-   * its schedule's grace), and, under 'runOnce', not the latest missed slot of its schedule. Cheap
-   * for every other job ("startBy" is NULL): the CASE stops there. Evaluated where it is used, not
-   * materialised in a CTE of its own: a CTE that copies every claimed row (payloads included) once
-   * more cost the drain a tenth of its throughput. Deterministic within the statement (one now(),
-   * one snapshot), so every use agrees.
+   * Why the claimed job `c` is not to be started, or NULL (see `SkipReason`):
+   * - 'missed': not started by its "startBy" (the slot plus its schedule's grace), and, under
+   *   'runOnce', not the latest missed slot of its schedule;
+   * - 'overlap': its schedule (named by "overlapSchedule", set only under `overlap: 'skip'`) has a
+   *   later slot due too (a backlog: the latest due slot is the one that may start, which keeps
+   *   two slots of one claim from both starting, and two simultaneous claims too unless a slot
+   *   falls due between their starts), or a run that is active, on any instance, in this
+   *   statement's snapshot.
+   * Cheap for every other job ("startBy" is NULL): the CASE stops there. Evaluated where it is
+   * used, not materialised in a CTE of its own: a CTE that copies every claimed row (payloads
+   * included) once more cost the drain a tenth of its throughput. Deterministic within the
+   * statement (one now(), one snapshot), so every use agrees.
    *
    * Scalar subqueries with LIMIT, not EXISTS: PostgreSQL may plan an EXISTS here as one hashed
    * anti-join over every slot row of every schedule, built by each claim that has a missed job; a
    * scalar subquery stays a per-row look-up on the slot indexes (asserted in test/claim-plan.spec.ts).
+   * The active run is found from the active attempts (job_history_active: as many rows as the
+   * cluster runs jobs), each looked up by its slot row, not from the schedule's slots, of which an
+   * every-second schedule keeps thousands.
    */
-  const skipped = (c: string) => `CASE
-          WHEN ${c}."startBy" IS NULL OR ${c}."startBy" >= now() THEN false
-          -- No slot row (pruned, or a job inserted by hand) cannot be the latest: skipped.
-          ELSE COALESCE((
+  const skipReason = (c: string) => `CASE
+          WHEN ${c}."startBy" IS NULL THEN NULL
+          WHEN ${c}."startBy" < now() AND COALESCE((
             SELECT sc."missedSlots" <> 'runOnce' OR (
               -- Both bounds on slot: an index range, left at the first row found.
               SELECT true FROM ${s}."jobScheduleSlot" later
@@ -61,7 +71,21 @@ export function runnerSql({ quoted: s }: SchemaName) {
               LIMIT 1) IS NOT NULL
             FROM ${s}."jobScheduleSlot" p JOIN ${s}."jobSchedule" sc ON sc.name = p.schedule
             WHERE p."jobId" = ${c}.id
-            LIMIT 1), true)
+            -- No slot row (pruned, or a job inserted by hand) cannot be the latest: skipped.
+            LIMIT 1), true) THEN 'missed'
+          WHEN ${c}."overlapSchedule" IS NULL THEN NULL
+          -- A job's "waitUntil" is its slot: a later slot row at or before now is due.
+          WHEN (SELECT true FROM ${s}."jobScheduleSlot" later
+                WHERE later.schedule = ${c}."overlapSchedule" AND later.slot > ${c}."waitUntil"
+                  AND later.slot <= now()
+                LIMIT 1) IS NOT NULL
+            -- A run of the schedule runs its task: the task filter spares the slot look-ups of
+            -- other tasks' attempts.
+            OR (SELECT true FROM ${s}."jobHistory" h
+                WHERE h.state = 'active' AND h.task = ${c}.task
+                  AND (SELECT a.schedule FROM ${s}."jobScheduleSlot" a WHERE a."jobId" = h.id LIMIT 1)
+                      = ${c}."overlapSchedule"
+                LIMIT 1) IS NOT NULL THEN 'overlap'
         END`;
   const notifyEnd = (row: string) =>
     `pg_notify($2, json_build_object('event', 'jobCompleted', 'id', ${row}.id, 'state', ${row}.state,
@@ -82,7 +106,8 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * when no later slot of its schedule is missed too: the latest missed slot is the catch-up.
      * Jobs without `startBy` (not cron, or a cron job that already started once: retries and
      * requeues do not carry it) never reach the subqueries: `CASE` evaluates them only for jobs
-     * past their deadline.
+     * past their deadline, and for jobs of `overlap: 'skip'` schedules. Such a job is skipped too
+     * when its schedule has a run active or a later slot due (see `skipReason`).
      *
      * $1 limit $2 executedBy $3 task[]
      */
@@ -114,11 +139,16 @@ export function runnerSql({ quoted: s }: SchemaName) {
         -- A skipped job never started: its attempt stays at the retries it had (0), and it ends now.
         SELECT id, task, CASE WHEN skipped THEN 'skipped' ELSE 'active' END, payload, priority,
                retries + CASE WHEN skipped THEN 0 ELSE 1 END, "maxRetries", "isScheduled", awaited, $2,
-               CASE WHEN skipped THEN 'Missed its cron slot: not started by '
-                 || to_char("startBy" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-                 || ' (the slot + missedSlotGrace).' END,
+               CASE reason
+                 WHEN 'missed' THEN 'Missed its cron slot: not started by '
+                   || to_char("startBy" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                   || ' (the slot + missedSlotGrace).'
+                 WHEN 'overlap' THEN 'Not started: schedule "' || "overlapSchedule"
+                   || '" had a run active or a later slot due (overlap: ''skip'').'
+               END,
                "createdAt", CASE WHEN skipped THEN NULL ELSE now() END, CASE WHEN skipped THEN now() END
-        FROM claimed c, LATERAL (SELECT ${skipped('c')} AS skipped) j
+        FROM claimed c, LATERAL (SELECT ${skipReason('c')} AS reason) j,
+             LATERAL (SELECT j.reason IS NOT NULL AS skipped) k
         ON CONFLICT (id) DO UPDATE SET
           state = EXCLUDED.state, attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
           "executedBy" = EXCLUDED."executedBy", "startedAt" = EXCLUDED."startedAt",
@@ -126,8 +156,9 @@ export function runnerSql({ quoted: s }: SchemaName) {
           "lastErrorMessage" = COALESCE(EXCLUDED."lastErrorMessage", h."lastErrorMessage"),
           "updatedAt" = now()
       )
-      SELECT id, task, payload, priority, retries + 1 AS attempt, "maxRetries", ${skipped('c')} AS skipped
-      FROM claimed c
+      SELECT id, task, payload, priority, retries + 1 AS attempt, "maxRetries",
+             j.reason IS NOT NULL AS skipped, j.reason AS "skipReason"
+      FROM claimed c, LATERAL (SELECT ${skipReason('c')} AS reason) j
       ORDER BY priority DESC, "waitUntil", seq`),
 
     /**

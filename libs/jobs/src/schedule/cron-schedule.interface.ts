@@ -15,6 +15,20 @@
 export type MissedSlotPolicy = 'skip' | 'runOnce';
 
 /**
+ * Whether a slot may start while an earlier run of its schedule is still active.
+ * - `'allow'` (default): every slot starts, whatever is still running.
+ * - `'skip'`: a slot whose schedule has a run active (on any instance) is not started but recorded
+ *   `skipped`, with the reason; of several due slots (a backlog), only the latest may start. The
+ *   claim judges it in the database, against the runs that had started when it began: two claims
+ *   on two instances at the same instant can still both start a run, if a slot falls due between
+ *   their starts while the earlier one is being claimed (a window of one claim's duration, only
+ *   when a slot is claimed late). `@nestjs/schedule`'s `waitForCompletion` maps to it.
+ *
+ * @publicApi
+ */
+export type OverlapPolicy = 'allow' | 'skip';
+
+/**
  * A cron schedule: `JobsModule.forRoot({ schedules })`, `CronPlannerService.setSchedule()`.
  *
  * Time zones and daylight saving (the slots are cron-parser 5's, made independent of when the
@@ -36,9 +50,14 @@ export interface CronScheduleOptions<Payload = unknown> {
   /**
    * 5 fields (`minute hour day-of-month month day-of-week`) or 6 with seconds first, or one of
    * cron-parser's `@daily`-style aliases. `@nestjs/schedule`'s `CronExpression` constants work as is.
+   * A `Date` is a one-off slot at that instant (stored as its ISO string): it runs once, if it is
+   * still in the future when the schedule is written.
    */
-  cron: string;
-  /** IANA time zone the expression is read in. Default `'UTC'` (never the process's zone). */
+  cron: string | Date;
+  /**
+   * IANA time zone the expression is read in, or a fixed offset `UTC+05:30` / `UTC-03:00`.
+   * Default `'UTC'` (never the process's zone).
+   */
   timezone?: string;
   /** JSON payload of every job the schedule plans. Default `{}`. */
   payload?: Payload;
@@ -49,6 +68,8 @@ export interface CronScheduleOptions<Payload = unknown> {
    * `MissedSlotPolicy`). Default: the module's `missedSlotGrace` (60).
    */
   missedSlotGrace?: number;
+  /** Default `'allow'`. */
+  overlap?: OverlapPolicy;
 }
 
 /** Where a schedule came from: declared in code (module options, `@JobTask`) or set at run time. */
@@ -62,12 +83,17 @@ export type ScheduleSource = 'static' | 'dynamic';
 export interface ScheduleInfo {
   readonly name: string;
   readonly task: string;
+  /** The expression, or the ISO instant of a one-off schedule. */
   readonly cron: string;
   readonly timezone: string;
   readonly payload: unknown;
   readonly missedSlots: MissedSlotPolicy;
   /** Seconds; the module's `missedSlotGrace` when the schedule was written without one. */
   readonly missedSlotGrace: number;
+  /** Whether a slot may start while a run of the schedule is active. */
+  readonly overlap: OverlapPolicy;
+  /** Paused by `CronPlannerService.pauseSchedule()`: not planned until resumed. */
+  readonly paused: boolean;
   readonly source: ScheduleSource;
   /** The latest slot planned so far, or when the schedule was last set: later past slots were missed. */
   readonly plannedUntil: Date | null;

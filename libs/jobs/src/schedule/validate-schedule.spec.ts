@@ -7,7 +7,7 @@ import {
 import { validateSchedule } from './validate-schedule.js';
 
 describe('validateSchedule', () => {
-  it("applies the defaults: named after the task, UTC, empty payload, skip, the module's grace", () => {
+  it("applies the defaults: named after the task, UTC, empty payload, skip, the module's grace, overlapping allowed", () => {
     expect(validateSchedule({ task: 'report', cron: ' 0 6 * * * ' }, 'dynamic', 60)).toEqual({
       name: 'report',
       task: 'report',
@@ -16,8 +16,48 @@ describe('validateSchedule', () => {
       payload: '{}',
       missedSlots: 'skip',
       missedSlotGrace: 60,
+      overlap: 'allow',
       source: 'dynamic',
     });
+  });
+
+  it('accepts a fixed-offset zone, and refuses one beyond 14 hours or with 60 minutes', () => {
+    const base = { task: 't', cron: '0 9 * * *' };
+    expect(validateSchedule({ ...base, timezone: 'UTC+05:30' }, 'static', 60).timezone).toBe(
+      'UTC+05:30',
+    );
+    expect(validateSchedule({ ...base, timezone: 'UTC-03:00' }, 'static', 60).timezone).toBe(
+      'UTC-03:00',
+    );
+    for (const timezone of ['UTC+14:30', 'UTC+05:60', 'UTC+5:30', 'GMT+05:00']) {
+      expect(() => validateSchedule({ ...base, timezone }, 'static', 60)).toThrow(
+        InvalidTimeZoneError,
+      );
+    }
+  });
+
+  it('stores a Date as the ISO instant of a one-off slot, and refuses an invalid one', () => {
+    const at = new Date('2031-05-04T03:02:01.123Z');
+    expect(validateSchedule({ task: 't', cron: at }, 'static', 60).cron).toBe(
+      '2031-05-04T03:02:01.123Z',
+    );
+    // As an expression the same text is refused: only a Date makes a one-off schedule.
+    expect(() =>
+      validateSchedule({ task: 't', cron: '2031-05-04T03:02:01.123Z' }, 'static', 60),
+    ).toThrow(InvalidCronExpressionError);
+    for (const bad of [new Date(Number.NaN), new Date('+012000-01-01T00:00:00Z')]) {
+      expect(() => validateSchedule({ task: 't', cron: bad }, 'static', 60)).toThrow(
+        InvalidCronExpressionError,
+      );
+    }
+  });
+
+  it('takes overlap "allow" or "skip" only', () => {
+    const base = { task: 't', cron: '* * * * *' };
+    expect(validateSchedule({ ...base, overlap: 'skip' }, 'static', 60).overlap).toBe('skip');
+    expect(() => validateSchedule({ ...base, overlap: 'wait' as never }, 'static', 60)).toThrow(
+      '"overlap"',
+    );
   });
 
   it('accepts 6-field expressions, aliases and IANA zones', () => {

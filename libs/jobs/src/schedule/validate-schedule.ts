@@ -10,8 +10,11 @@ import {
 import type {
   CronScheduleOptions,
   MissedSlotPolicy,
+  OverlapPolicy,
   ScheduleSource,
 } from './cron-schedule.interface.js';
+import { oneOffInstant } from './slot-expansion.js';
+import { isKnownTimeZone } from './time-zones.js';
 
 /** A schedule that passed every check, ready for `jobSchedule`. */
 export interface ValidatedSchedule {
@@ -24,12 +27,14 @@ export interface ValidatedSchedule {
   readonly missedSlots: MissedSlotPolicy;
   /** Seconds, the default applied: instances that judge lateness all read it from the row. */
   readonly missedSlotGrace: number;
+  readonly overlap: OverlapPolicy;
   readonly source: ScheduleSource;
 }
 
 export const DEFAULT_SCHEDULE_TIMEZONE = 'UTC';
 
 const MISSED_SLOT_POLICIES: readonly MissedSlotPolicy[] = ['skip', 'runOnce'];
+const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['allow', 'skip'];
 const KNOWN_KEYS = new Set<string>([
   'name',
   'task',
@@ -38,6 +43,7 @@ const KNOWN_KEYS = new Set<string>([
   'payload',
   'missedSlots',
   'missedSlotGrace',
+  'overlap',
 ]);
 
 /**
@@ -89,24 +95,33 @@ export function validateSchedule(
       'must be a positive number of seconds',
     );
   }
+  const overlap = options.overlap ?? 'allow';
+  if (!OVERLAP_POLICIES.includes(overlap)) {
+    throw new InvalidScheduleError(name, 'overlap', overlap, 'must be "allow" or "skip"');
+  }
   const payload = serialisePayload(options.payload === undefined ? {} : options.payload);
-  return { name, task, cron, timezone, payload, missedSlots, missedSlotGrace, source };
+  return { name, task, cron, timezone, payload, missedSlots, missedSlotGrace, overlap, source };
 }
 
 function validateTimeZone(schedule: string, timezone: unknown): string {
-  if (typeof timezone !== 'string' || timezone.length === 0)
-    throw new InvalidTimeZoneError(schedule, timezone);
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
-  } catch {
-    throw new InvalidTimeZoneError(schedule, timezone);
-  }
+  if (!isKnownTimeZone(timezone)) throw new InvalidTimeZoneError(schedule, timezone);
   return timezone;
 }
 
 function validateCronExpression(schedule: string, expression: unknown, timezone: string): string {
+  if (expression instanceof Date) {
+    const instant = Number.isNaN(expression.getTime()) ? '' : expression.toISOString();
+    if (!oneOffInstant(instant)) {
+      throw new InvalidCronExpressionError(schedule, expression, 'or a valid Date of years 0-9999');
+    }
+    return instant;
+  }
   if (typeof expression !== 'string')
-    throw new InvalidCronExpressionError(schedule, expression, 'given as a string');
+    throw new InvalidCronExpressionError(
+      schedule,
+      expression,
+      'given as a string, or a Date (a one-off slot)',
+    );
   const cron = expression.trim();
   const fields = cron.split(/\s+/).filter(Boolean);
   const alias = fields.length === 1 && fields[0].startsWith('@');

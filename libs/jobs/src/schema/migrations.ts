@@ -226,6 +226,24 @@ export const MIGRATIONS: readonly Migration[] = [
         CHECK (state IN ('active', 'completed', 'failed', 'interrupted', 'cancelled', 'skipped')) NOT VALID;
     `,
   },
+  {
+    version: 7,
+    name: 'schedules that pause and that do not overlap their own runs',
+    sql: ({ quoted: s }) => `
+      -- Constant defaults: existing schedules read as before (overlapping allowed, running), and
+      -- PostgreSQL 11+ adds such columns to the catalog without rewriting the table.
+      ALTER TABLE ${s}."jobSchedule"
+        ADD COLUMN overlap text NOT NULL DEFAULT 'allow' CHECK (overlap IN ('allow', 'skip')),
+        -- A paused schedule keeps its row (and its name) but is not planned; resuming does not
+        -- catch up the slots of the pause.
+        ADD COLUMN paused boolean NOT NULL DEFAULT false;
+      -- The schedule (overlap: 'skip') whose active run makes the claim skip this job; NULL for
+      -- every other job, so that the claim judges nothing for them. Nullable without a default:
+      -- adding it rewrites nothing, and the jobs already planned keep overlapping allowed, as their
+      -- schedules say.
+      ALTER TABLE ${s}.jobs ADD COLUMN "overlapSchedule" text;
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */

@@ -24,6 +24,25 @@ describe('expandSlots', () => {
     ]);
   });
 
+  it('reads a fixed-offset zone, with no daylight saving', () => {
+    expect(
+      expand('30 9 * * *', 'UTC+05:30', '2026-03-28T00:00:00Z', '2026-03-30T00:00:00Z'),
+    ).toEqual(['2026-03-28T04:00:00.000Z', '2026-03-29T04:00:00.000Z']);
+  });
+
+  it('gives a one-off schedule its one slot, only inside the interval', () => {
+    const once = '2026-01-01T00:00:30.000Z';
+    expect(expand(once, 'UTC', '2026-01-01T00:00:00Z', '2026-01-01T00:01:00Z')).toEqual([once]);
+    expect(expand(once, 'UTC', '2026-01-01T00:00:30Z', '2026-01-01T00:01:00Z')).toEqual([]);
+    expect(expand(once, 'UTC', '2026-01-01T00:00:00Z', '2026-01-01T00:00:29Z')).toEqual([]);
+    expect(latestSlotAtOrBefore({ cron: once, timezone: 'UTC' }, at(once))?.toISOString()).toBe(
+      once,
+    );
+    expect(latestSlotAtOrBefore({ cron: once, timezone: 'UTC' }, at('2026-01-01T00:00:29Z'))).toBe(
+      null,
+    );
+  });
+
   it('supports seconds-precision expressions', () => {
     expect(expand('*/20 * * * * *', 'UTC', '2026-01-01T00:00:05Z', '2026-01-01T00:01:00Z')).toEqual(
       ['2026-01-01T00:00:20.000Z', '2026-01-01T00:00:40.000Z', '2026-01-01T00:01:00.000Z'],

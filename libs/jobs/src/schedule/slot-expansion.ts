@@ -1,4 +1,5 @@
 import { CronExpressionParser } from 'cron-parser';
+import { isFixedOffsetZone } from './time-zones.js';
 
 /** What slot expansion needs of a schedule. */
 export interface SlotSource {
@@ -26,12 +27,27 @@ const ANCHOR_LOOKBACK_MS = 6 * 3600_000;
 const MAX_SKIPPED_SLOTS = 2_000;
 
 /**
+ * How a one-off schedule (a `Date` given as its `cron`) is stored: `Date.prototype.toISOString()`.
+ * No cron expression has this shape (one field, not an alias), so the two cannot be confused.
+ */
+const ONE_OFF_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** The instant of a one-off schedule's stored `cron`, or `null` for a cron expression. */
+export function oneOffInstant(cron: string): Date | null {
+  return ONE_OFF_INSTANT.test(cron) ? new Date(cron) : null;
+}
+
+/**
  * The first `limit` slots of `source` in `(after, until]`, in order. The answer depends only on the
  * expression, the zone and the interval, not on when it is asked (see `ANCHOR_LOOKBACK_MS`).
  */
 export function expandSlots(source: SlotSource, after: Date, until: Date, limit: number): Date[] {
   const slots: Date[] = [];
   if (limit <= 0 || until.getTime() <= after.getTime()) return slots;
+  const once = oneOffInstant(source.cron);
+  if (once) {
+    return once.getTime() > after.getTime() && once.getTime() <= until.getTime() ? [once] : [];
+  }
   const start = nearOffsetChange(source.timezone, after)
     ? new Date(after.getTime() - ANCHOR_LOOKBACK_MS)
     : after;
@@ -54,6 +70,8 @@ export function expandSlots(source: SlotSource, after: Date, until: Date, limit:
 
 /** The latest slot of `source` at or before `at`, or `null` if there is none within cron-parser's reach. */
 export function latestSlotAtOrBefore(source: SlotSource, at: Date): Date | null {
+  const once = oneOffInstant(source.cron);
+  if (once) return once.getTime() <= at.getTime() ? once : null;
   const iterator = CronExpressionParser.parse(source.cron, {
     currentDate: new Date(at.getTime() + 1),
     tz: source.timezone,
@@ -77,6 +95,7 @@ function utcOffset(timezone: string, at: number): string {
 }
 
 function nearOffsetChange(timezone: string, at: Date): boolean {
+  if (isFixedOffsetZone(timezone)) return false;
   const t = at.getTime();
   return (
     utcOffset(timezone, t - TRANSITION_WINDOW_MS) !== utcOffset(timezone, t + TRANSITION_WINDOW_MS)

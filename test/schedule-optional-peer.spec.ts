@@ -1,0 +1,37 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+
+const SOURCES = join(import.meta.dirname, '../libs/jobs/src');
+const SPECIFIER = /(?:from|import)\s*\(?\s*'([^']+)'/g;
+
+/** Every source file `entry` loads, through relative imports, and the packages each imports. */
+function importGraph(entry: string): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  const visit = (file: string) => {
+    if (graph.has(file)) return;
+    const specifiers = [...readFileSync(file, 'utf8').matchAll(SPECIFIER)].map((m) => m[1]);
+    graph.set(
+      relative(SOURCES, file),
+      specifiers.filter((specifier) => !specifier.startsWith('.')),
+    );
+    for (const specifier of specifiers.filter((s) => s.startsWith('.'))) {
+      visit(join(dirname(file), specifier.replace(/\.js$/, '.ts')));
+    }
+  };
+  visit(join(SOURCES, entry));
+  return graph;
+}
+
+const importers = (graph: Map<string, string[]>) =>
+  [...graph].filter(([, packages]) => packages.includes('@nestjs/schedule')).map(([file]) => file);
+
+it('keeps @nestjs/schedule out of everything the main entry loads: apps without it still boot', () => {
+  const main = importGraph('index.ts');
+  expect(main.size).toBeGreaterThan(20);
+  expect(importers(main)).toEqual([]);
+  // The bridge is where it is imported, behind the nestjs-pg-jobs/schedule entry.
+  expect(importers(importGraph('schedule-bridge/index.ts')).sort()).toEqual([
+    'schedule-bridge/cron-method-explorer.ts',
+    'schedule-bridge/schedule-metadata.ts',
+  ]);
+});
