@@ -48,10 +48,10 @@ export function runnerSql({ quoted: s }: SchemaName) {
    *   two slots of one claim from both starting, and two simultaneous claims too unless a slot
    *   falls due between their starts), or a run that is active, on any instance, in this
    *   statement's snapshot.
-   * Cheap for every other job ("startBy" is NULL): the CASE stops there. Evaluated where it is
-   * used, not materialised in a CTE of its own: a CTE that copies every claimed row (payloads
-   * included) once more cost the drain a tenth of its throughput. Deterministic within the
-   * statement (one now(), one snapshot), so every use agrees.
+   * Cheap for every other job ("startBy" is NULL): the CASE stops there. Evaluated once per row,
+   * in the claim's RETURNING, not in a CTE of its own: a CTE that copies every claimed row
+   * (payloads included) once more cost the drain a tenth of its throughput, and evaluating it at
+   * each use doubled the claim's planning time.
    *
    * Scalar subqueries with LIMIT, not EXISTS: PostgreSQL may plan an EXISTS here as one hashed
    * anti-join over every slot row of every schedule, built by each claim that has a missed job; a
@@ -118,7 +118,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
         -- ids: the delete then goes straight to each row instead of down the primary key. A ctid
         -- is stable here: the rows are locked from the moment it is read, and nothing updates jobs
         -- (but migration 6's one-off backfill: a claim racing it leaves that row for the next one).
-        DELETE FROM ${s}.jobs
+        DELETE FROM ${s}.jobs c
         WHERE ctid = ANY(ARRAY(
           SELECT ctid FROM ${s}.jobs
           -- The task filter is wrapped in CASE so that the planner cannot estimate it: a plain
@@ -131,7 +131,9 @@ export function runnerSql({ quoted: s }: SchemaName) {
           LIMIT $1
           FOR UPDATE SKIP LOCKED
         ))
-        RETURNING *
+        -- Judged once per row, here: the history row and the reply both read it (the expression
+        -- planned and evaluated once, not once per use).
+        RETURNING *, ${skipReason('c')} AS "skipReason"
       ), started AS (
         INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
                                              "wasScheduled", awaited, "executedBy", "lastErrorMessage",
@@ -139,7 +141,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
         -- A skipped job never started: its attempt stays at the retries it had (0), and it ends now.
         SELECT id, task, CASE WHEN skipped THEN 'skipped' ELSE 'active' END, payload, priority,
                retries + CASE WHEN skipped THEN 0 ELSE 1 END, "maxRetries", "isScheduled", awaited, $2,
-               CASE reason
+               CASE "skipReason"
                  WHEN 'missed' THEN 'Missed its cron slot: not started by '
                    || to_char("startBy" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
                    || ' (the slot + missedSlotGrace).'
@@ -147,8 +149,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
                    || '" had a run active or a later slot due (overlap: ''skip'').'
                END,
                "createdAt", CASE WHEN skipped THEN NULL ELSE now() END, CASE WHEN skipped THEN now() END
-        FROM claimed c, LATERAL (SELECT ${skipReason('c')} AS reason) j,
-             LATERAL (SELECT j.reason IS NOT NULL AS skipped) k
+        FROM claimed c, LATERAL (SELECT c."skipReason" IS NOT NULL AS skipped) k
         ON CONFLICT (id) DO UPDATE SET
           state = EXCLUDED.state, attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
           "executedBy" = EXCLUDED."executedBy", "startedAt" = EXCLUDED."startedAt",
@@ -157,8 +158,8 @@ export function runnerSql({ quoted: s }: SchemaName) {
           "updatedAt" = now()
       )
       SELECT id, task, payload, priority, retries + 1 AS attempt, "maxRetries",
-             j.reason IS NOT NULL AS skipped, j.reason AS "skipReason"
-      FROM claimed c, LATERAL (SELECT ${skipReason('c')} AS reason) j
+             "skipReason" IS NOT NULL AS skipped, "skipReason"
+      FROM claimed
       ORDER BY priority DESC, "waitUntil", seq`),
 
     /**
