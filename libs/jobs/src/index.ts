@@ -114,3 +114,23 @@ export { JobsAdminService } from './admin/jobs-admin.service.js';
 export type { TaskStats } from './admin/jobs-admin.service.js';
 export type { JobListQuery } from './admin/admin-input.js';
 export type { JobsAdminModuleOptions } from './admin/jobs-admin-options.interface.js';
+
+// TypeORM: the module's tables as (read-only) entities, its migrations as migration classes.
+export {
+  JobEntity,
+  JobHistoryEntity,
+  JobScheduleEntity,
+  JobScheduleSlotEntity,
+  JobsInstanceEntity,
+  jobsEntities,
+} from './typeorm/jobs-entities.js';
+export type { JobsEntities } from './typeorm/jobs-entities.js';
+export { jobsMigrations } from './typeorm/jobs-migrations.js';
+export type { JobsMigrationClass } from './typeorm/jobs-migrations.js';
+
+// Errors of the optional parts: a peer dependency missing, the testing kit, TypeORM migrations.
+export {
+  MissingPeerDependencyError,
+  JobsNotIdleError,
+  IrreversibleMigrationError,
+} from './errors/jobs.errors.js';
