@@ -1,9 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { toError } from '../common/errors.js';
 import { findInApp } from '../common/find-in-app.js';
+import { importOptionalPeer } from '../common/optional-peer.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
@@ -12,6 +13,20 @@ import type { JobsMetricsModuleOptions } from './jobs-metrics-options.interface.
 import { metricsSql } from './metrics.sql.js';
 
 export const JOBS_METRICS_OPTIONS = Symbol('nestjs-pg-jobs:metrics-options');
+/** prom-client, an optional peer: imported when `JobsMetricsModule` boots, never by the library's index. */
+export const PROM_CLIENT = Symbol('nestjs-pg-jobs:prom-client');
+
+/** The provider of `PROM_CLIENT`: a missing prom-client fails the boot, saying what to install. */
+export const promClientProvider = {
+  provide: PROM_CLIENT,
+  useFactory: (): Promise<typeof import('prom-client')> =>
+    importOptionalPeer(
+      'prom-client',
+      'JobsMetricsModule',
+      'it keeps the Prometheus metrics',
+      () => import('prom-client'),
+    ),
+};
 
 const DEFAULT_PREFIX = 'nestjs_pg_jobs_';
 /** Seconds: jobs run from milliseconds to the 300 s default `taskTimeout` and beyond. */
@@ -44,7 +59,9 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
   constructor(
     @Inject(JOBS_METRICS_OPTIONS) options: JobsMetricsModuleOptions,
     @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
+    @Inject(PROM_CLIENT) prom: typeof import('prom-client'),
   ) {
+    const { Counter, Gauge, Histogram, Registry } = prom;
     this.registry = options.registry ?? new Registry();
     const prefix = options.prefix ?? DEFAULT_PREFIX;
     const registers = [this.registry];
