@@ -8,7 +8,7 @@ let app: CompiledApp;
 // A process of its own: no ts-jest, no loader, only the built package and plain JavaScript, in an
 // app that installed neither prom-client nor @nestjs/platform-express (optional peers).
 beforeAll(async () => {
-  app = await installCompiledPackage('compiled');
+  app = await installCompiledPackage('compiled', ['typescript', '@types/node', '@types/pg']);
 }, 180_000);
 afterAll(() => app?.remove());
 
@@ -47,4 +47,10 @@ it('lists prom-client and @nestjs/platform-express as optional peers, and boots 
       /^JobsAdminModule needs the package "@nestjs\/platform-express", which is not installed: .*@nestjs\/platform-fastify/,
     ),
   });
+});
+
+it('type-checks a TypeScript app against the declarations without the optional peers', async () => {
+  const { stdout, code } = await app.node('node_modules/typescript/bin/tsc', ['-p', '.']);
+  expect(stdout).toBe('');
+  expect(code).toBe(0);
 });

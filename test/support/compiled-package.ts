@@ -31,10 +31,14 @@ export interface CompiledApp {
 /**
  * Builds the package (`tools/build-lib.mjs`) into a new app folder, as npm installs it for an app
  * that uses none of its optional peers: beside it only its dependencies and its required peer
- * dependencies (links to this repository's copies), as the built package.json lists them. The
- * files of `fixtures` (a folder of `test/fixtures`) are copied into the app.
+ * dependencies (links to this repository's copies), as the built package.json lists them, and
+ * the app's own `devDependencies`. The files of `fixtures` (a folder of `test/fixtures`) are
+ * copied into the app.
  */
-export async function installCompiledPackage(fixtures?: string): Promise<CompiledApp> {
+export async function installCompiledPackage(
+  fixtures?: string,
+  devDependencies: readonly string[] = [],
+): Promise<CompiledApp> {
   const dir = mkdtempSync(join(tmpdir(), 'nestjs-pg-jobs-app-'));
   const packageDir = join(dir, 'node_modules', 'nestjs-pg-jobs');
   // Built inside the repository, whose node_modules the build's declaration check resolves
@@ -57,6 +61,7 @@ export async function installCompiledPackage(fixtures?: string): Promise<Compile
   const installed = [
     ...Object.keys(manifest.dependencies ?? {}),
     ...Object.keys(manifest.peerDependencies ?? {}).filter((name) => !optional(name)),
+    ...devDependencies,
   ];
   for (const name of installed) {
     const link = join(dir, 'node_modules', name);

@@ -106,7 +106,10 @@ export type {
 // Prometheus metrics; JobsMetrics: the deprecated name of JobsMetricsService.
 export { JobsMetricsModule } from './metrics/jobs-metrics.module.js';
 export { JobsMetrics, JobsMetricsService } from './metrics/jobs-metrics.service.js';
-export type { JobsMetricsModuleOptions } from './metrics/jobs-metrics-options.interface.js';
+export type {
+  JobsMetricsModuleOptions,
+  MetricsRegistry,
+} from './metrics/jobs-metrics-options.interface.js';
 
 // The admin API and dashboard.
 export { JobsAdminModule } from './admin/jobs-admin.module.js';

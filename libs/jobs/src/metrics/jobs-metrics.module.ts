@@ -1,12 +1,21 @@
 import { Module } from '@nestjs/common';
 import type { DynamicModule } from '@nestjs/common';
+import { importOptionalPeer } from '../common/optional-peer.js';
 import type { JobsMetricsModuleOptions } from './jobs-metrics-options.interface.js';
 import { createMetricsController } from './jobs-metrics.controller.js';
-import {
-  JOBS_METRICS_OPTIONS,
-  JobsMetricsService,
-  promClientProvider,
-} from './jobs-metrics.service.js';
+import { JOBS_METRICS_OPTIONS, JobsMetricsService, PROM_CLIENT } from './jobs-metrics.service.js';
+
+/** prom-client, imported when the module boots: a missing one fails the boot, saying what to install. */
+const promClientProvider = {
+  provide: PROM_CLIENT,
+  useFactory: () =>
+    importOptionalPeer(
+      'prom-client',
+      'JobsMetricsModule',
+      'it keeps the Prometheus metrics',
+      () => import('prom-client'),
+    ),
+};
 
 /**
  * Prometheus metrics of the queue, and a `GET /metrics` endpoint (opt-in). Import it next to

