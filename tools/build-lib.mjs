@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = new URL('../', import.meta.url);
 const { values: args } = parseArgs({ options: { out: { type: 'string' } } });
@@ -26,13 +26,13 @@ step(
   '-p',
   'libs/jobs/tsconfig.lib.json',
   '--outDir',
-  out.pathname,
+  fileURLToPath(out),
 );
 step(
   'tools/check-declarations.mjs',
-  new URL('index.d.ts', out).pathname,
-  new URL('schedule-bridge/index.d.ts', out).pathname,
-  new URL('testing/index.d.ts', out).pathname,
+  fileURLToPath(new URL('index.d.ts', out)),
+  fileURLToPath(new URL('schedule-bridge/index.d.ts', out)),
+  fileURLToPath(new URL('testing/index.d.ts', out)),
 );
 
 const manifest = {
