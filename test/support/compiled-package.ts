@@ -51,6 +51,9 @@ export async function installCompiledPackage(
       timeout: 120_000,
     });
     cpSync(build, packageDir, { recursive: true });
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
   } finally {
     rmSync(build, { recursive: true, force: true });
   }
