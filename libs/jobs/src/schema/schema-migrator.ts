@@ -11,6 +11,7 @@ import {
 import { DEFAULT_MIGRATION_LOCK_TIMEOUT } from '../options/defaults.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from './migrations.js';
 import type { Migration, OnlineMigration, TransactionalMigration } from './migrations.js';
+import { runOnlineStatements } from './online-statements.js';
 import { migratorSql } from './schema-migrator.sql.js';
 
 export interface SchemaMigratorOptions {
@@ -147,29 +148,16 @@ export class SchemaMigrator {
 
   private async applyOnline(client: pg.Client, migration: OnlineMigration): Promise<void> {
     try {
-      for (const statement of migration.statements(this.db.schema)) {
-        if (statement.index) await this.dropIfInvalid(client, statement.index);
-        await client.query(statement.sql);
-      }
+      await runOnlineStatements(
+        async (text, values) => (await client.query(text, values)).rows,
+        this.db.schema,
+        migration,
+        (message) => this.logger.warn(message),
+      );
       await client.query(this.sql.recordVersion, [migration.version, migration.name]);
     } catch (err) {
       throw this.failed(migration, err);
     }
-  }
-
-  /**
-   * A CONCURRENTLY build that failed (cancelled, a deadlock, a duplicate for a unique index, the
-   * connection lost) leaves its index behind, INVALID: never used by queries, yet maintained by
-   * every write, and skipped by `IF NOT EXISTS`. Dropped here so that the retry builds it.
-   */
-  private async dropIfInvalid(client: pg.Client, index: string): Promise<void> {
-    const { rows } = await client.query<{ invalid: boolean }>(this.sql.indexIsInvalid, [
-      this.db.schema.name,
-      index,
-    ]);
-    if (!rows[0]?.invalid) return;
-    this.logger.warn(`Dropping the invalid index ${index} a failed build left, to build it again.`);
-    await client.query(this.sql.dropIndexConcurrently(index));
   }
 
   private failed(
