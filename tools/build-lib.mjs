@@ -51,9 +51,14 @@ const manifest = {
     rxjs: '^7.1.0',
     typeorm: '^1.0.0',
     '@nestjs/schedule': '^12.0.0',
+    '@opentelemetry/api': '^1.3.0',
   },
-  // Only apps that import nestjs-pg-jobs/schedule (JobsScheduleModule) need it.
-  peerDependenciesMeta: { '@nestjs/schedule': { optional: true } },
+  // Only apps that import nestjs-pg-jobs/schedule (JobsScheduleModule) need @nestjs/schedule;
+  // @opentelemetry/api is imported only when installed, to trace jobs (the `telemetry` option).
+  peerDependenciesMeta: {
+    '@nestjs/schedule': { optional: true },
+    '@opentelemetry/api': { optional: true },
+  },
 };
 writeFileSync(new URL('package.json', out), JSON.stringify(manifest, null, 2) + '\n');
 copyFileSync(new URL('README.md', root), new URL('README.md', out));
