@@ -8,6 +8,7 @@ export default {
   moduleNameMapper: {
     '^nestjs-pg-jobs$': '<rootDir>/libs/jobs/src/index.ts',
     '^nestjs-pg-jobs/schedule$': '<rootDir>/libs/jobs/src/schedule-bridge/index.ts',
+    '^nestjs-pg-jobs/health$': '<rootDir>/libs/jobs/src/health/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

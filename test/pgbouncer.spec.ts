@@ -9,6 +9,8 @@ import {
   SchemaNotMigratedError,
 } from 'nestjs-pg-jobs';
 import type { JobContext, JobTaskHandler, JobsModuleOptions } from 'nestjs-pg-jobs';
+import { TerminusModule } from '@nestjs/terminus';
+import { JobsHealthIndicator } from 'nestjs-pg-jobs/health';
 import { FlakyTask } from './support/flaky-task.js';
 import { quietLogger, startJobsApp, waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
@@ -123,6 +125,18 @@ describe('behind the pooler, with preparedStatements: false and on polling alone
       attempt: 2,
       lastErrorMessage: 'always',
     });
+  });
+
+  it('is healthy, LISTEN polling by design, to JobsHealthIndicator', async () => {
+    const checked = await startJobsApp(pooledUrl, {
+      imports: [TerminusModule.forRoot({ logger: false })],
+      providers: [JobsHealthIndicator],
+      options: { ...POOLED, instanceId: 'pooled-health', runJobs: false },
+    });
+    expect(await checked.module.get(JobsHealthIndicator).isHealthy()).toEqual({
+      jobs: expect.objectContaining({ status: 'up', database: 'up', listen: 'polling' }),
+    });
+    await checked.close();
   });
 
   it("has the reaper requeue a dead instance's job, which then runs here", async () => {

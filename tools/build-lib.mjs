@@ -21,6 +21,7 @@ step(
   'tools/check-declarations.mjs',
   'dist/jobs/index.d.ts',
   'dist/jobs/schedule-bridge/index.d.ts',
+  'dist/jobs/health/index.d.ts',
 );
 
 const manifest = {
@@ -34,6 +35,8 @@ const manifest = {
     '.': { types: './index.d.ts', import: './index.js' },
     // Apart from the main entry: the only files that import the optional @nestjs/schedule.
     './schedule': { types: './schedule-bridge/index.d.ts', import: './schedule-bridge/index.js' },
+    // The only files that import the optional @nestjs/terminus.
+    './health': { types: './health/index.d.ts', import: './health/index.js' },
   },
   main: './index.js',
   types: './index.d.ts',
@@ -52,12 +55,15 @@ const manifest = {
     typeorm: '^1.0.0',
     '@nestjs/schedule': '^12.0.0',
     '@opentelemetry/api': '^1.3.0',
+    '@nestjs/terminus': '^12.0.0',
   },
   // Only apps that import nestjs-pg-jobs/schedule (JobsScheduleModule) need @nestjs/schedule;
-  // @opentelemetry/api is imported only when installed, to trace jobs (the `telemetry` option).
+  // @opentelemetry/api is imported only when installed, to trace jobs (the `telemetry` option);
+  // @nestjs/terminus only by apps that import nestjs-pg-jobs/health (JobsHealthIndicator).
   peerDependenciesMeta: {
     '@nestjs/schedule': { optional: true },
     '@opentelemetry/api': { optional: true },
+    '@nestjs/terminus': { optional: true },
   },
 };
 writeFileSync(new URL('package.json', out), JSON.stringify(manifest, null, 2) + '\n');
