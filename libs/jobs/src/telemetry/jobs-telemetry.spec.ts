@@ -1,6 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { Logger } from '@nestjs/common';
+import { trace } from '@opentelemetry/api';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { JobsTelemetry } from './jobs-telemetry.js';
 
 const options = { telemetry: true, instanceId: 'test' };
@@ -39,8 +41,17 @@ it('is off, saying why, when @opentelemetry/api is there but fails to load', asy
   ]);
 });
 
-it('is on when @opentelemetry/api is installed', async () => {
-  expect((await JobsTelemetry.load(options)).enabled).toBe(true);
+it('is on while an SDK has registered a tracer provider, and only then', async () => {
+  const telemetry = await JobsTelemetry.load(options);
+  // The API alone: its spans would be no-ops, and a job would still pay for them.
+  expect(telemetry.enabled).toBe(false);
+  trace.setGlobalTracerProvider(new BasicTracerProvider());
+  try {
+    expect(telemetry.enabled).toBe(true);
+  } finally {
+    trace.disable();
+  }
+  expect(telemetry.enabled).toBe(false);
 });
 
 it('leaves @opentelemetry/api out of what the library loads: only type imports, and the lazy one', () => {

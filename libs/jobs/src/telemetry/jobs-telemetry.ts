@@ -39,21 +39,23 @@ const SYSTEM = 'nestjs-pg-jobs';
  * enqueue's span, and linked to it as the conventions ask of consumers. A failed attempt's error is
  * recorded on its span.
  *
- * Off (`enabled` false) with `telemetry: false` or when `@opentelemetry/api` is not installed: it
- * is then never imported, and the queue and the runner skip these calls altogether, so a job pays
- * nothing for them. With the API but no SDK registered, spans are the API's no-ops and no context
- * is stored.
+ * Off (`enabled` false) with `telemetry: false` or when `@opentelemetry/api` is not installed (it
+ * is then never imported), and while no SDK is registered: the queue and the runner then skip these
+ * calls altogether, so a job pays nothing for them.
  */
 export class JobsTelemetry {
   private static readonly logger = new Logger('JobsTelemetry');
 
   private readonly tracer?: OpenTelemetry.Tracer;
+  /** What the API's global tracer provider delegates to while no SDK has registered one. */
+  private readonly unregistered?: OpenTelemetry.TracerProvider;
 
   private constructor(
     private readonly api: OpenTelemetryApi | undefined,
     private readonly instanceId: string,
   ) {
     this.tracer = api?.trace.getTracer(SYSTEM);
+    this.unregistered = api && new api.ProxyTracerProvider().getDelegate();
   }
 
   /**
@@ -78,8 +80,18 @@ export class JobsTelemetry {
     }
   }
 
+  /**
+   * Whether spans are made: the API is loaded and an SDK has registered a tracer provider. Asked
+   * for each enqueue and attempt, since an app may register its SDK after the module booted; and
+   * without an SDK a no-op span would still cost each job a few microseconds.
+   */
   get enabled(): boolean {
-    return this.api !== undefined;
+    if (!this.api) return false;
+    const provider = this.api.trace.getTracerProvider();
+    return (
+      !(provider instanceof this.api.ProxyTracerProvider) ||
+      provider.getDelegate() !== this.unregistered
+    );
   }
 
   /**
