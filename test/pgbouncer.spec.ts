@@ -65,13 +65,14 @@ async function advisoryLocks(): Promise<number> {
   return n;
 }
 
+// Longer than a test: on a machine without PgBouncer, this installs it first.
 beforeAll(async () => {
   bouncer = await startPgBouncer(process.env.JOBS_TEST_SERVER_URL!, { poolMode: 'transaction' });
   pooledUrl = bouncer.rewrite(db.url);
   // Migrations run on a direct connection, as the README says to: one instance booted directly.
   const direct = await startJobsApp(db.url, { options: { runJobs: false } });
   await direct.close();
-});
+}, 300_000);
 // After useTestDatabase's own afterAll, which closes the apps: they need the pooler to shut down.
 afterAll(() => bouncer?.stop());
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { OnModuleInit } from '@nestjs/common';
+import type { InjectionToken, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import type { HealthIndicatorResult } from '@nestjs/terminus';
@@ -68,8 +68,8 @@ export class JobsHealthIndicator implements OnModuleInit {
 
   /** Finds `JobsModule` in the app, or fails the boot saying to import it. */
   onModuleInit(): void {
-    const find = <T>(token: unknown) =>
-      findInApp<T>(this.moduleRef, token as never, 'JobsHealthIndicator');
+    const find = <T>(token: InjectionToken) =>
+      findInApp<T>(this.moduleRef, token, 'JobsHealthIndicator');
     const db = find<JobsDatabase>(JobsDatabase);
     this.checked = {
       db,
