@@ -9,6 +9,7 @@ export default {
     '^nestjs-pg-jobs$': '<rootDir>/libs/jobs/src/index.ts',
     '^nestjs-pg-jobs/schedule$': '<rootDir>/libs/jobs/src/schedule-bridge/index.ts',
     '^nestjs-pg-jobs/testing$': '<rootDir>/libs/jobs/src/testing/index.ts',
+    '^nestjs-pg-jobs/health$': '<rootDir>/libs/jobs/src/health/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

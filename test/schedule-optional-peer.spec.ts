@@ -22,8 +22,8 @@ function importGraph(entry: string): Map<string, string[]> {
   return graph;
 }
 
-const importers = (graph: Map<string, string[]>) =>
-  [...graph].filter(([, packages]) => packages.includes('@nestjs/schedule')).map(([file]) => file);
+const importers = (graph: Map<string, string[]>, peer = '@nestjs/schedule') =>
+  [...graph].filter(([, packages]) => packages.includes(peer)).map(([file]) => file);
 
 it('keeps @nestjs/schedule out of everything the main entry loads: apps without it still boot', () => {
   const main = importGraph('index.ts');
@@ -33,5 +33,12 @@ it('keeps @nestjs/schedule out of everything the main entry loads: apps without 
   expect(importers(importGraph('schedule-bridge/index.ts')).sort()).toEqual([
     'schedule-bridge/cron-method-explorer.ts',
     'schedule-bridge/schedule-metadata.ts',
+  ]);
+});
+
+it('keeps @nestjs/terminus out of everything the main entry loads, behind nestjs-pg-jobs/health', () => {
+  expect(importers(importGraph('index.ts'), '@nestjs/terminus')).toEqual([]);
+  expect(importers(importGraph('health/index.ts'), '@nestjs/terminus')).toEqual([
+    'health/jobs-health-indicator.ts',
   ]);
 });

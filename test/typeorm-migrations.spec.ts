@@ -153,3 +153,20 @@ it('refuses to revert: the migrations only go forward', async () => {
   await expect(dataSource.undoLastMigration()).rejects.toThrow(IrreversibleMigrationError);
   expect(await schemaVersion('forward')).toBe(LATEST_SCHEMA_VERSION);
 });
+
+it('maps every column of every table the entities name, so reports see what the migrations made', async () => {
+  const dataSource = await appDataSource('mapped', { migrations: jobsMigrations('mapped') });
+  await dataSource.runMigrations();
+  for (const entity of Object.values(jobsEntities('mapped'))) {
+    const metadata = dataSource.getMetadata(entity);
+    const rows = await db.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns
+       WHERE table_schema = 'mapped' AND table_name = $1`,
+      [metadata.tableName],
+    );
+    expect([metadata.tableName, ...metadata.columns.map((c) => c.databaseName).sort()]).toEqual([
+      metadata.tableName,
+      ...rows.map((row) => row.column_name).sort(),
+    ]);
+  }
+});

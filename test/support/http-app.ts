@@ -14,12 +14,13 @@ export interface HttpJobsApp {
 
 /**
  * Boots one instance as an HTTP server on a free port: `JobsModule.forRoot` on `url` plus the
- * given modules (the admin or metrics module), tasks and providers.
+ * given modules (the admin or metrics module), controllers, tasks and providers.
  */
 export async function startHttpJobsApp(
   url: string,
   setup: {
     imports?: (Type | DynamicModule)[];
+    controllers?: Type[];
     tasks?: Type[];
     providers?: Provider[];
     options?: Partial<JobsModuleOptions>;
@@ -28,6 +29,7 @@ export async function startHttpJobsApp(
   const module = await Test.createTestingModule({
     imports: [JobsModule.forRoot({ connection: url, ...setup.options }), ...(setup.imports ?? [])],
     providers: [...(setup.tasks ?? []), ...(setup.providers ?? [])],
+    controllers: setup.controllers ?? [],
   })
     .setLogger(quietLogger)
     .compile();

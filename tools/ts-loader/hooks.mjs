@@ -14,6 +14,7 @@ const aliases = new Map([
   ['nestjs-pg-jobs', new URL('libs/jobs/src/index.ts', root).href],
   ['nestjs-pg-jobs/schedule', new URL('libs/jobs/src/schedule-bridge/index.ts', root).href],
   ['nestjs-pg-jobs/testing', new URL('libs/jobs/src/testing/index.ts', root).href],
+  ['nestjs-pg-jobs/health', new URL('libs/jobs/src/health/index.ts', root).href],
 ]);
 
 const compilerOptions = {

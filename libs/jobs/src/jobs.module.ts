@@ -18,6 +18,7 @@ import { JobQueueService } from './queue/job-queue.service.js';
 import { ReaperService } from './reaper/reaper.service.js';
 import { RetentionService } from './retention/retention.service.js';
 import { JobRunner } from './runner/job-runner.service.js';
+import { JobsTelemetry } from './telemetry/jobs-telemetry.js';
 import { WorkerPool } from './worker-pool/worker-pool.service.js';
 
 /**
@@ -42,6 +43,11 @@ import { WorkerPool } from './worker-pool/worker-pool.service.js';
       provide: JobsDatabase,
       inject: [JOBS_OPTIONS],
       useFactory: (options: ResolvedJobsOptions) => JobsDatabase.connect(options),
+    },
+    {
+      provide: JobsTelemetry,
+      inject: [JOBS_OPTIONS],
+      useFactory: (options: ResolvedJobsOptions) => JobsTelemetry.load(options),
     },
     TaskRegistry,
     NotificationListener,

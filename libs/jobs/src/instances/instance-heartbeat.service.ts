@@ -15,6 +15,8 @@ interface HolderRow {
   readonly hostname: string | null;
   readonly pid: number | null;
   readonly silentFor: number;
+  /** As text: compared for equality, to tell a new heartbeat. */
+  readonly heartbeatAt: string;
 }
 
 /**
@@ -82,14 +84,13 @@ export class InstanceHeartbeat {
    * a live instance has the id, and whatever the database says if it refuses.
    */
   async start(): Promise<void> {
-    await this.claimIdentity();
-    const [row] = await this.db.query<InstanceRegistration>(this.sql.register, [
-      this.options.instanceId,
-      this.host,
-      process.pid,
-      this.options.instanceTimeout,
-    ]);
-    this.registration = row;
+    const claim = await this.identity.acquire();
+    if (claim === 'noSession') {
+      this.registration = await this.registerWithoutLock();
+    } else {
+      if (claim === 'heldElsewhere') await this.checkLockHolder();
+      [this.registration] = await this.register(false);
+    }
     this.lastBeatAt = performance.now();
     this.tick.start();
   }
@@ -100,13 +101,53 @@ export class InstanceHeartbeat {
     return this.stopping;
   }
 
+  private register(onlyIfNoLiveHolder: boolean): Promise<InstanceRegistration[]> {
+    return this.db.query<InstanceRegistration>(this.sql.register, [
+      this.options.instanceId,
+      this.host,
+      process.pid,
+      this.options.instanceTimeout,
+      onlyIfNoLiveHolder,
+    ]);
+  }
+
+  /**
+   * Behind a transaction-mode pooler no lock vouches for the id, and the heartbeat row decides: it
+   * is taken only while no live instance heartbeats in it (one statement looks and takes). A live
+   * twin is refused once it is seen heartbeating again; a crashed predecessor's id is free once its
+   * heartbeat is `instanceTimeout` old (a clean shutdown removed the row: free at once).
+   */
+  private async registerWithoutLock(): Promise<InstanceRegistration> {
+    const { instanceId, heartbeatInterval } = this.options;
+    this.logger.warn(
+      `Instance id ${instanceId} is not locked: the database is reached through a transaction-mode pooler, ` +
+        'where a session lock cannot hold. The heartbeat vouches for it alone: after a crash, the id boots again ' +
+        "once the dead instance's heartbeat is instanceTimeout old.",
+    );
+    let seen: string | undefined;
+    for (;;) {
+      const [registration] = await this.register(true);
+      if (registration) return registration;
+      const [holder] = await this.db.query<HolderRow>(this.sql.liveHolder, [instanceId]);
+      // Gone stale between the two statements: the next insert takes it.
+      if (!holder) continue;
+      if (seen !== undefined && holder.heartbeatAt !== seen) {
+        throw new InstanceIdInUseError(instanceId, holder);
+      }
+      seen = holder.heartbeatAt;
+      const untilStale = Math.max(0, this.options.instanceTimeout - holder.silentFor);
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.min(heartbeatInterval, untilStale) * 1000),
+      );
+    }
+  }
+
   /**
    * The id's lock is free when no live process has the id (a predecessor that crashed released it
    * with its connection). When it is held, a live twin registers right after taking it, so its row
    * is fresh within a heartbeat; a lock held with no fresh row after one is a pooler's leftover.
    */
-  private async claimIdentity(): Promise<void> {
-    if (await this.identity.acquire()) return;
+  private async checkLockHolder(): Promise<void> {
     for (let look = 0; ; look++) {
       const [holder] = await this.db.query<HolderRow>(this.sql.liveHolder, [
         this.options.instanceId,

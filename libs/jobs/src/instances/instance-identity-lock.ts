@@ -2,10 +2,17 @@ import { Logger } from '@nestjs/common';
 import type pg from 'pg';
 import { toError } from '../common/errors.js';
 import type { JobsDatabase } from '../database/jobs-database.js';
+import { isOwnSession } from '../database/session-probe.js';
 import { instancesSql } from './instances.sql.js';
 
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
+
+/**
+ * What taking the id's lock came to: this instance holds it; another session does; or the
+ * connection goes through a transaction-mode pooler, where no session lock can vouch for the id.
+ */
+export type IdentityClaim = 'held' | 'heldElsewhere' | 'noSession';
 
 /**
  * A session advisory lock on this instance's id, held on a connection of its own for the
@@ -14,8 +21,11 @@ const RECONNECT_MAX_MS = 5_000;
  * PostgreSQL the moment the holder's connection closes, so a restart under the same id is not kept
  * waiting while a live twin is refused.
  *
- * Behind a transaction-mode pooler a session lock stays with whichever server connection took it:
- * the lock then proves little, and the heartbeat decides (see `InstanceHeartbeat`).
+ * Behind a transaction-mode pooler a session lock would stay with whichever server connection took
+ * it, held after this process is gone and re-entered by any client the pooler hands that server
+ * connection to: it would prove nothing, and leak. So the connection is first asked whether it is a
+ * session of its own, and when it is not no lock is taken (`'noSession'`): the heartbeat row decides
+ * (see `InstanceHeartbeat`).
  */
 export class InstanceIdentityLock {
   private readonly logger = new Logger('JobsInstances');
@@ -32,31 +42,35 @@ export class InstanceIdentityLock {
     this.sql = instancesSql(db.schema);
   }
 
-  /** Takes the lock: `true` if this instance holds it now, `false` if another session does. */
-  async acquire(): Promise<boolean> {
+  /** Takes the lock, on a connection kept for as long as it is held. */
+  async acquire(): Promise<IdentityClaim> {
     this.released = false;
     const client = this.db.createSessionClient('instance');
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
+    let claim: IdentityClaim = 'noSession';
     try {
       await client.connect();
-      const [{ held }] = (
-        await client.query<{ held: boolean }>(this.sql.lockIdentity, [
-          this.db.schema.name,
-          this.instanceId,
-        ])
-      ).rows;
-      if (held && !this.released) {
+      if (await isOwnSession(this.db, client)) {
+        const [{ held }] = (
+          await client.query<{ held: boolean }>(this.sql.lockIdentity, [
+            this.db.schema.name,
+            this.instanceId,
+          ])
+        ).rows;
+        claim = held ? 'held' : 'heldElsewhere';
+      }
+      if (claim === 'held' && !this.released) {
         this.client = client;
         this.reconnectDelay = RECONNECT_MIN_MS;
-        return true;
+        return claim;
       }
     } catch (err) {
       await client.end().catch(() => undefined);
       throw err;
     }
     await client.end().catch(() => undefined);
-    return false;
+    return claim;
   }
 
   /** Releases the lock (by closing its connection). Idempotent. */
@@ -83,11 +97,16 @@ export class InstanceIdentityLock {
     this.reconnectDelay = Math.min(delay * 2, RECONNECT_MAX_MS);
     this.reconnectTimer = setTimeout(() => {
       this.acquire().then(
-        (held) => {
-          if (!held) {
+        (claim) => {
+          if (claim === 'heldElsewhere') {
             this.logger.error(
               `Another process took instance id ${this.instanceId} while this one was disconnected; ` +
                 'its reaper may requeue the jobs running here. Give every instance its own instanceId.',
+            );
+          } else if (claim === 'noSession') {
+            this.logger.warn(
+              `Instance id ${this.instanceId} is no longer locked: the database is now reached through a ` +
+                'transaction-mode pooler. The heartbeat alone vouches for it.',
             );
           }
         },

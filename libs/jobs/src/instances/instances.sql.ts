@@ -20,7 +20,8 @@ export function instancesSql({ quoted: s }: SchemaName) {
      * `instanceTimeout` can belong to a live instance. $1 id
      */
     liveHolder: `
-      SELECT hostname, pid, extract(epoch FROM now() - "heartbeatAt")::float8 AS "silentFor"
+      SELECT hostname, pid, extract(epoch FROM now() - "heartbeatAt")::float8 AS "silentFor",
+             "heartbeatAt"::text AS "heartbeatAt"
       FROM ${s}.instances
       WHERE id = $1 AND "heartbeatAt" >= now() - make_interval(secs => "instanceTimeout")`,
 
@@ -29,12 +30,18 @@ export function instancesSql({ quoted: s }: SchemaName) {
      * with the same id left behind. Jobs that earlier life left `active` started before this
      * `startedAt`, which is how the reaper knows they are orphans although the id is alive.
      *
-     * $1 id $2 hostname $3 pid $4 instanceTimeout
+     * With $5 (no lock vouches for the id: behind a transaction pooler) a row whose heartbeat is
+     * still within its `instanceTimeout` is left alone and nothing is returned: the look at the
+     * row and the taking of it are one statement, so two instances booting under one id at once
+     * cannot both take it.
+     *
+     * $1 id $2 hostname $3 pid $4 instanceTimeout $5 only if no live instance has the row
      */
     register: `
-      INSERT INTO ${s}.instances (id, hostname, pid, "instanceTimeout") VALUES ($1, $2, $3, $4)
+      INSERT INTO ${s}.instances AS i (id, hostname, pid, "instanceTimeout") VALUES ($1, $2, $3, $4)
       ON CONFLICT (id) DO UPDATE SET hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
         "instanceTimeout" = EXCLUDED."instanceTimeout", "startedAt" = now(), "heartbeatAt" = now()
+      WHERE NOT $5::boolean OR i."heartbeatAt" < now() - make_interval(secs => i."instanceTimeout")
       RETURNING "startedAt"::text AS "startedAt"`,
 
     /**

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type pg from 'pg';
 import { JobsDatabase } from '../database/jobs-database.js';
+import { isOwnSession } from '../database/session-probe.js';
 import { channelFor, parseNotification } from './notification-protocol.js';
 import type { JobsNotification } from './notification-protocol.js';
 
@@ -8,6 +9,12 @@ const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
 
 type NotificationHandler = (notification: JobsNotification) => void;
+/**
+ * Where the instance's `LISTEN` stands: `listening`; `reconnecting` after a failure (wake-ups and
+ * awaited jobs wait for the polling tick meanwhile); `unavailable` behind a transaction-mode pooler,
+ * where it cannot work and the instance runs on polling alone by design; `stopped`.
+ */
+export type ListenStatus = 'listening' | 'reconnecting' | 'unavailable' | 'stopped';
 type ConnectedHandler = () => void;
 
 /**
@@ -17,8 +24,12 @@ type ConnectedHandler = () => void;
  * When that connection drops (a restart, `pg_terminate_backend`, a network blip) the client cannot
  * be reused, so a new one is made, with backoff. Whatever was notified while no session was
  * listening is lost, which is why every (re)connection is reported to `onConnected` handlers: they
- * poll once to catch up. Behind a transaction-mode pooler LISTEN never works; the instance then
- * runs on its polling tick alone, and says so.
+ * poll once to catch up.
+ *
+ * Behind a transaction-mode pooler a `LISTEN` succeeds and then hears nothing: it stays with the
+ * server connection it ran on, which the pooler hands to other clients. So every new session is
+ * first asked whether it is a session of its own (`isOwnSession`); when it is not, the instance
+ * runs on its polling tick alone, says so once, and does not try again (a pooler stays a pooler).
  */
 @Injectable()
 export class NotificationListener {
@@ -30,6 +41,7 @@ export class NotificationListener {
   private reconnectTimer?: NodeJS.Timeout;
   private reconnectDelay = RECONNECT_MIN_MS;
   private stopped = true;
+  private pooled = false;
   private connecting?: Promise<void>;
 
   constructor(@Inject(JobsDatabase) private readonly db: JobsDatabase) {
@@ -42,6 +54,12 @@ export class NotificationListener {
 
   onConnected(handler: ConnectedHandler): void {
     this.connectedHandlers.push(handler);
+  }
+
+  get status(): ListenStatus {
+    if (this.stopped) return 'stopped';
+    if (this.pooled) return 'unavailable';
+    return this.client ? 'listening' : 'reconnecting';
   }
 
   /** Starts listening; resolves after the first attempt, connected or not (polling covers the gap). */
@@ -76,12 +94,21 @@ export class NotificationListener {
     });
     try {
       await client.connect();
+      if (!(await isOwnSession(this.db, client))) {
+        await client.end().catch(() => undefined);
+        this.pooled = true;
+        this.logger.warn(
+          `LISTEN is unavailable: the connection goes through a transaction-mode pooler (such as PgBouncer), ` +
+            'where a LISTEN does not stay with its client. Running on polling alone: due jobs start, and awaited ' +
+            'jobs settle, within pollingCheck. Give the module a direct (or session-mode) connection for prompt wake-ups.',
+        );
+        return;
+      }
       await client.query(`LISTEN "${this.channel}"`);
     } catch (err) {
       await client.end().catch(() => undefined);
       this.logger.warn(
-        `Cannot LISTEN on "${this.channel}" (${(err as Error).message}); relying on the polling tick until it works. ` +
-          'Behind a transaction-mode pooler such as PgBouncer LISTEN never works: point the module at a session connection for prompt wake-ups.',
+        `Cannot LISTEN on "${this.channel}" (${(err as Error).message}); relying on the polling tick until it works.`,
       );
       this.scheduleReconnect();
       return;

@@ -142,4 +142,11 @@ export interface JobsModuleOptions {
    * `pollingCheck` if that is longer.
    */
   missedSlotGrace?: number;
+  /**
+   * OpenTelemetry tracing, when the app has `@opentelemetry/api` installed (and an SDK registered):
+   * a producer span for each enqueue, and a consumer span for each attempt, in the enqueue's trace
+   * on whichever instance runs it (the trace context is stored with the job). Default `true`;
+   * `false` makes no spans and stores no context. Without `@opentelemetry/api` nothing is loaded.
+   */
+  telemetry?: boolean;
 }

@@ -199,6 +199,10 @@ export const OPTION_TABLE = {
     doc: '`execArgv` of the pool threads',
     resolve: resolveExecArgv,
   },
+  telemetry: toggle(
+    true,
+    'OpenTelemetry spans (one per enqueue, one per attempt) when `@opentelemetry/api` is installed',
+  ),
 } satisfies { readonly [Name in keyof JobsModuleOptions]-?: OptionEntry<unknown> };
 
 /** Each option as its own entry resolves it, before the checks between options. */

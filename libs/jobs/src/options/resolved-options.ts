@@ -36,6 +36,7 @@ export interface ResolvedJobsOptions extends DatabaseOptions {
   readonly scheduleHorizon: number;
   readonly maxPlannedSlots: number;
   readonly missedSlotGrace: number;
+  readonly telemetry: boolean;
 }
 
 /** Injection token of the `ResolvedJobsOptions`. */

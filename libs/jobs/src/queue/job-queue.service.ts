@@ -13,6 +13,8 @@ import { CompletionWaiters } from './completion-waiters.js';
 import type { JobInfo } from './job-info.interface.js';
 import { queueSql } from './queue.sql.js';
 import type { QueueSql } from './queue.sql.js';
+import { JobsTelemetry } from '../telemetry/jobs-telemetry.js';
+import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
 import { validateJob } from './validate-job.js';
 import type { JobDefaults, ValidatedJob } from './validate-job.js';
 
@@ -37,6 +39,7 @@ export class JobQueueService {
     @Inject(TaskRegistry) registry: TaskRegistry,
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
     @Inject(LifecycleEmitter) private readonly events: LifecycleEmitter,
+    @Inject(JobsTelemetry) private readonly telemetry: JobsTelemetry,
   ) {
     this.sql = queueSql(db.schema);
     this.channel = channelFor(db.schema);
@@ -111,7 +114,11 @@ export class JobQueueService {
       jobs.filter((job) => job.awaited).map((job) => [job, this.waiters.wait(job.id)]),
     );
     try {
-      const existing = await this.insertRows(manager, jobs, notify);
+      const existing = this.telemetry.enabled
+        ? await this.telemetry.send(jobs, (traceContext) =>
+            this.insertRows(manager, jobs, notify, traceContext),
+          )
+        : await this.insertRows(manager, jobs, notify, null);
       this.events.added(jobs.filter((job) => !existing.has(job)));
       return jobs.map((job) => {
         const pendingId = existing.get(job);
@@ -142,6 +149,7 @@ export class JobQueueService {
     manager: SqlExecutor | undefined,
     jobs: readonly ValidatedJob[],
     notify: boolean,
+    traceContext: TraceCarrier | null,
   ): Promise<Map<ValidatedJob, string>> {
     const existing = new Map<ValidatedJob, string>();
     let remaining = jobs;
@@ -164,6 +172,7 @@ export class JobQueueService {
           notify,
           this.channel,
           NEW_JOB_NOTIFICATION,
+          traceContext,
         ],
       );
       const keyedInserted = new Set(keyedIds);

@@ -19,6 +19,7 @@ export function queueSql({ quoted: s }: SchemaName) {
    *
    * $1 id[] $2 task[] $3 payload[] $4 priority[] $5 waitUntil[] $6 maxRetries[] $7 isScheduled[]
    * $8 uniqueKey[] $9 awaited[] $10 createdBy $11 notify $12 channel $13 notification
+   * $14 traceContext (of the whole batch: one enqueue, one span)
    */
   const insertJobs = (onKeyConflict: string) =>
     preparedStatement(`
@@ -29,10 +30,10 @@ export function queueSql({ quoted: s }: SchemaName) {
                                "uniqueKey", awaited, position)
       ), inserted AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", "maxRetries", "isScheduled",
-                               "uniqueKey", awaited, "createdBy")
+                               "uniqueKey", awaited, "createdBy", "traceContext")
         SELECT id, coalesce(task, $2[1]), payload, coalesce(priority, $4[1]), coalesce("waitUntil", now()),
                coalesce("maxRetries", $6[1]), coalesce("isScheduled", $7[1]), "uniqueKey",
-               coalesce(awaited, $9[1]), $10
+               coalesce(awaited, $9[1]), $10, $14::jsonb
         FROM input ORDER BY position
         ${onKeyConflict}
         RETURNING id, "waitUntil", "uniqueKey"

@@ -10,6 +10,7 @@ import { channelFor } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
+import { JobsTelemetry } from '../telemetry/jobs-telemetry.js';
 import { WorkerPool } from '../worker-pool/worker-pool.service.js';
 import { AttemptEndings } from './attempt-endings.js';
 import { runnerSql } from './runner.sql.js';
@@ -77,6 +78,7 @@ export class JobRunner {
     @Inject(CompletionWaiters) waiters: CompletionWaiters,
     @Inject(WorkerPool) workerPool: WorkerPool,
     @Inject(LifecycleEmitter) private readonly events: LifecycleEmitter,
+    @Inject(JobsTelemetry) private readonly telemetry: JobsTelemetry,
   ) {
     this.sql = runnerSql(db.schema);
     const channel = channelFor(db.schema);
@@ -227,7 +229,9 @@ export class JobRunner {
 
   private async execute(attempt: RunningAttempt): Promise<void> {
     const { job } = attempt;
-    const { failure, stray } = await this.tasks.run(attempt);
+    const { failure, stray } = this.telemetry.enabled
+      ? await this.telemetry.process(job, () => this.tasks.run(attempt))
+      : await this.tasks.run(attempt);
     attempt.ended = true;
     if (stray) {
       this.logger.warn(

@@ -2,10 +2,13 @@ import type { AttemptJob } from '../attempt/attempt-job.js';
 import { preparedStatement } from '../database/prepared-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
 import type { SkipReason } from '../events/job-lifecycle-event.interface.js';
+import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
 
 /** A claimed job, as the runner holds it while the attempt runs. */
 export interface ClaimedJob extends AttemptJob {
   readonly priority: number;
+  /** Where its enqueue was traced; `null` without telemetry. */
+  readonly traceContext: TraceCarrier | null;
 }
 
 /** A row of the claim: a claimed job, or a cron job the claim took out of the queue as skipped. */
@@ -34,9 +37,9 @@ export function runnerSql({ quoted: s }: SchemaName) {
         RETURNING h.*
       )
       INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled", awaited,
-                             "createdBy", "createdAt")
+                             "createdBy", "createdAt", "traceContext")
       SELECT id, task, payload, priority, attempt - 1, "maxRetries", "wasScheduled", awaited,
-             "executedBy", "createdAt"
+             "executedBy", "createdAt", "traceContext"
       FROM released
       RETURNING id`;
   /**
@@ -137,7 +140,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
       ), started AS (
         INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
                                              "wasScheduled", awaited, "executedBy", "lastErrorMessage",
-                                             "createdAt", "startedAt", "completedAt")
+                                             "createdAt", "startedAt", "completedAt", "traceContext")
         -- A skipped job never started: its attempt stays at the retries it had (0), and it ends now.
         SELECT id, task, CASE WHEN skipped THEN 'skipped' ELSE 'active' END, payload, priority,
                retries + CASE WHEN skipped THEN 0 ELSE 1 END, "maxRetries", "isScheduled", awaited, $2,
@@ -148,7 +151,8 @@ export function runnerSql({ quoted: s }: SchemaName) {
                  WHEN 'overlap' THEN 'Not started: schedule "' || "overlapSchedule"
                    || '" had a run active or a later slot due (overlap: ''skip'').'
                END,
-               "createdAt", CASE WHEN skipped THEN NULL ELSE now() END, CASE WHEN skipped THEN now() END
+               "createdAt", CASE WHEN skipped THEN NULL ELSE now() END, CASE WHEN skipped THEN now() END,
+               "traceContext"
         FROM claimed c, LATERAL (SELECT c."skipReason" IS NOT NULL AS skipped) k
         ON CONFLICT (id) DO UPDATE SET
           state = EXCLUDED.state, attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
@@ -157,7 +161,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
           "lastErrorMessage" = COALESCE(EXCLUDED."lastErrorMessage", h."lastErrorMessage"),
           "updatedAt" = now()
       )
-      SELECT id, task, payload, priority, retries + 1 AS attempt, "maxRetries",
+      SELECT id, task, payload, priority, retries + 1 AS attempt, "maxRetries", "traceContext",
              "skipReason" IS NOT NULL AS skipped, "skipReason"
       FROM claimed
       ORDER BY priority DESC, "waitUntil", seq`),
@@ -196,10 +200,10 @@ export function runnerSql({ quoted: s }: SchemaName) {
         RETURNING *
       ), retried AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
-                               "isScheduled", awaited, "createdBy", "createdAt")
+                               "isScheduled", awaited, "createdBy", "createdAt", "traceContext")
         SELECT id, task, payload, priority,
                now() + make_interval(secs => LEAST(power(2, LEAST(attempt - 1, 60)) * $5, $7)),
-               attempt, "maxRetries", "wasScheduled", awaited, $6, "createdAt"
+               attempt, "maxRetries", "wasScheduled", awaited, $6, "createdAt", "traceContext"
         FROM failed WHERE attempt <= "maxRetries"
         RETURNING id
       )

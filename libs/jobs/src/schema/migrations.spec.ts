@@ -28,6 +28,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       5: '32f5bd123c4b',
       6: '2693733fb4f2',
       7: 'a1f5575d1137',
+      8: 'dd0360c5335d',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [

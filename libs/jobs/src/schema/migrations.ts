@@ -244,6 +244,18 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE ${s}.jobs ADD COLUMN "overlapSchedule" text;
     `,
   },
+  {
+    version: 8,
+    name: 'the trace context of a job, for the spans of its attempts',
+    sql: ({ quoted: s }) => `
+      -- Where the enqueue was traced (a W3C trace context: the propagator's fields), so that each
+      -- attempt's span joins that trace on whichever instance runs it. Kept in history too: a retry
+      -- or a requeue is inserted again from there. NULL when telemetry is off. Nullable without a
+      -- default: adding them only touches the catalog.
+      ALTER TABLE ${s}.jobs ADD COLUMN "traceContext" jsonb;
+      ALTER TABLE ${s}."jobHistory" ADD COLUMN "traceContext" jsonb;
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */

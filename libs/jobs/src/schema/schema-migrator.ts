@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import type pg from 'pg';
 import { isConnectionError } from '../database/connection-errors.js';
 import type { JobsDatabase } from '../database/jobs-database.js';
+import { isOwnSession } from '../database/session-probe.js';
 import {
   DatabaseUnreachableError,
   MigrationLockTimeoutError,
@@ -33,6 +34,13 @@ const LOCK_RETRY_MAX_MS = 500;
  * transactional migration commits with its version row, so a failure leaves the schema at the last
  * good version; a non-transactional one (concurrent index builds) runs statement by statement and
  * records its version last, its statements being idempotent (the rules are in `migrations.ts`).
+ *
+ * A schema that is current needs no lock: the version is read first, and an instance with nothing
+ * to apply boots at once, even behind a transaction-mode pooler. Migrating there is refused
+ * instead: a session lock taken through such a pooler stays with a server connection that other
+ * clients then get (they would take it as theirs, since a session re-enters its own locks) and is
+ * never released by the client that took it; and a concurrent index build cannot run inside the
+ * one transaction that would pin a server connection. So migrations run on a direct connection.
  */
 export class SchemaMigrator {
   private readonly logger = new Logger('JobsSchema');
@@ -54,6 +62,9 @@ export class SchemaMigrator {
    * stops after that version.
    */
   async migrate(upTo = Infinity): Promise<number> {
+    const pending = (version: number) =>
+      this.migrations.some((migration) => migration.version > version && migration.version <= upTo);
+    if (!pending(await this.readVersion())) return 0;
     const client = this.db.createSessionClient('migrate');
     client.on('error', (err) => this.logger.warn(`Migration connection error: ${err.message}`));
     await client.connect().catch((err: unknown) => {
@@ -62,6 +73,7 @@ export class SchemaMigrator {
         : err;
     });
     try {
+      if (!(await isOwnSession(this.db, client))) throw this.behindPooler();
       await this.lock(client);
       await client.query(this.sql.createSchema);
       await client.query(this.sql.createMigrationsTable);
@@ -83,22 +95,41 @@ export class SchemaMigrator {
 
   /** With `migrate: false`: fail the boot now rather than on the first job. */
   async assertCurrent(): Promise<void> {
-    const { quoted, name } = this.db.schema;
-    const version = await this.currentVersion(this.db.pool).catch((err: unknown) => {
-      // Only a schema or table that does not exist means "never migrated". A connection that is
-      // refused or dropped says nothing about the schema, and must not read as version 0.
-      if (MISSING_SCHEMA_CODES.has((err as { code?: string }).code ?? '')) return 0;
-      if (isConnectionError(err)) {
-        throw new DatabaseUnreachableError(`checking the version of schema "${name}"`, err);
-      }
-      throw err;
-    });
+    const { quoted } = this.db.schema;
+    const version = await this.readVersion();
     if (version < LATEST_SCHEMA_VERSION) {
       throw new SchemaNotMigratedError(
         `Schema ${quoted} is at version ${version}, this library needs ${LATEST_SCHEMA_VERSION}, and "migrate" is false. ` +
           'Boot one instance with migrate: true, or apply the migrations yourself.',
       );
     }
+  }
+
+  /** The schema's version, read on the pool; 0 when the schema or its migrations table is missing. */
+  private readVersion(): Promise<number> {
+    return this.currentVersion(this.db.pool).catch((err: unknown) => {
+      // Only a schema or table that does not exist means "never migrated". A connection that is
+      // refused or dropped says nothing about the schema, and must not read as version 0.
+      if (MISSING_SCHEMA_CODES.has((err as { code?: string }).code ?? '')) return 0;
+      if (isConnectionError(err)) {
+        throw new DatabaseUnreachableError(
+          `checking the version of schema "${this.db.schema.name}"`,
+          err,
+        );
+      }
+      throw err;
+    });
+  }
+
+  private behindPooler(): SchemaNotMigratedError {
+    return new SchemaNotMigratedError(
+      `Schema ${this.db.schema.quoted} needs migrations, and this connection goes through a transaction-mode ` +
+        'pooler (such as PgBouncer), where the migration lock (a session advisory lock) cannot hold. ' +
+        'Migrate on a direct connection to PostgreSQL: ' +
+        `\`npx nestjs-pg-jobs migrate --connection <direct url> --schema ${this.db.schema.name}\`, ` +
+        'or boot one instance with a direct connection. Instances behind the pooler then find the schema current ' +
+        'and boot without migrating (or set migrate: false on them).',
+    );
   }
 
   /**

@@ -49,6 +49,8 @@ export class JobEntity {
   @column('startBy', 'timestamptz', true) startBy!: Date | null;
   /** The schedule (`overlap: 'skip'`) whose active run makes the claim skip it. */
   @column('overlapSchedule', 'text', true) overlapSchedule!: string | null;
+  /** The W3C trace context of the span that enqueued it (the `telemetry` option). */
+  @column('traceContext', 'jsonb', true) traceContext!: Record<string, string> | null;
 }
 
 /**
@@ -77,6 +79,8 @@ export class JobHistoryEntity {
   @column('startedAt', 'timestamptz', true) startedAt!: Date | null;
   @column('completedAt', 'timestamptz', true) completedAt!: Date | null;
   @column('updatedAt', 'timestamptz') updatedAt!: Date;
+  /** The W3C trace context of the span that enqueued the job (the `telemetry` option). */
+  @column('traceContext', 'jsonb', true) traceContext!: Record<string, string> | null;
 }
 
 /**

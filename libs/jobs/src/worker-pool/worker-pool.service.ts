@@ -44,6 +44,11 @@ export class WorkerPool {
     return this.options.workerModule !== undefined;
   }
 
+  /** Whether the pool serves: started, not stopped, and its threads booted (poolifier's `ready`). */
+  get ready(): boolean {
+    return this.pool !== undefined && this.stopping === undefined && this.pool.info.ready;
+  }
+
   /** Starts the pool's first thread and returns the worker tasks its module provides. */
   async start(): Promise<WorkerTaskDescriptions> {
     const { workerModule, workers, workerResourceLimits, workerExecArgv } = this.options;
