@@ -12,7 +12,13 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import type { CanActivate, Type } from '@nestjs/common';
-import { parseJobId, parseJobListQuery, parseMinutes, parseNoQuery } from './admin-input.js';
+import {
+  parseJobFilter,
+  parseJobId,
+  parseJobListQuery,
+  parseMinutes,
+  parseNoQuery,
+} from './admin-input.js';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.page.js';
 import { JobsAdminService } from './jobs-admin.service.js';
 
@@ -55,6 +61,20 @@ export function createAdminController(
     @Get('api/jobs/:id')
     job(@Param('id') id: string) {
       return this.admin.getJob(parseJobId(id));
+    }
+
+    @Post('api/jobs/retry')
+    @HttpCode(200)
+    retryAll(@Query() query: Query, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.retryJobs(parseJobFilter(query, ['failed', 'interrupted', 'cancelled']));
+    }
+
+    @Post('api/jobs/cancel')
+    @HttpCode(200)
+    cancelAll(@Query() query: Query, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.cancelJobs(parseJobFilter(query, ['pending', 'active']));
     }
 
     @Post('api/jobs/:id/retry')

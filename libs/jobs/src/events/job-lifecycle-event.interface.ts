@@ -10,7 +10,8 @@ export type JobLifecycleEvent =
   | JobCompletedEvent
   | JobFailedEvent
   | JobCancelledEvent
-  | JobSkippedEvent;
+  | JobSkippedEvent
+  | JobRetriedEvent;
 
 /** The type names of `JobLifecycleEvent`. @publicApi */
 export type JobLifecycleEventType = JobLifecycleEvent['type'];
@@ -52,6 +53,7 @@ export interface JobFailedEvent extends JobEventBase {
   readonly willRetry: boolean;
 }
 
+/** This instance cancelled the job (`cancelJob`, `cancelJobs`), queued or running. */
 export interface JobCancelledEvent extends JobEventBase {
   readonly type: 'cancelled';
 }
@@ -62,4 +64,12 @@ export interface JobCancelledEvent extends JobEventBase {
  */
 export interface JobSkippedEvent extends JobEventBase {
   readonly type: 'skipped';
+}
+
+/**
+ * This instance queued again a job that had ended for good (`retryJobs`, or the dashboard's retry):
+ * it is pending, for one more attempt.
+ */
+export interface JobRetriedEvent extends JobEventBase {
+  readonly type: 'retried';
 }

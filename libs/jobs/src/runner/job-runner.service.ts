@@ -3,6 +3,7 @@ import { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
 import { toError } from '../common/errors.js';
 import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
+import { JobCancelledError } from '../errors/jobs.errors.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
 import { channelFor } from '../notify/notification-protocol.js';
@@ -77,9 +78,12 @@ export class JobRunner {
     this.endings = new AttemptEndings(options, db, this.sql, channel, waiters, events, this.logger);
     this.shutdown = new ShutdownDrain(options, db, this.sql, this.running, this.logger);
     this.poll = new Tick(
-      'Polling for due jobs',
+      'Polling for due jobs and cancelled attempts',
       options.pollingCheck * 1000,
-      () => this.wake(),
+      () => {
+        this.wake();
+        return this.abortCancelled();
+      },
       this.logger,
     );
   }
@@ -120,6 +124,34 @@ export class JobRunner {
         if (this.wakeRequested) this.wake();
       });
     });
+  }
+
+  /**
+   * Aborts attempt `attempt` of job `id` if it runs here, with a `JobCancelledError`: a cancel has
+   * ended it in the database already (`cancelJob`), so the attempt writes no ending of its own,
+   * whatever its task then does. An attempt whose outcome is known is past aborting: its write is
+   * fenced out by the cancel's. A task that ignores its signal keeps its slot until it settles, as
+   * on a timeout.
+   */
+  cancel(id: string, attempt: number): void {
+    const running = this.running.find(id, attempt);
+    if (!running || running.ended) return;
+    running.cancelled = true;
+    running.controller.abort(new JobCancelledError(id));
+  }
+
+  /**
+   * Aborts the attempts running here that a cancel ended while its notification did not arrive
+   * (LISTEN was down): on every poll, and after every LISTEN (re)connection.
+   */
+  async abortCancelled(): Promise<void> {
+    const running = [...this.running.values()].filter((attempt) => !attempt.ended);
+    if (running.length === 0) return;
+    const cancelled = await this.db.query<{ id: string; attempt: number }>(
+      this.sql.cancelledAttempts,
+      [running.map((attempt) => attempt.job.id), running.map((attempt) => attempt.job.attempt)],
+    );
+    for (const { id, attempt } of cancelled) this.cancel(id, attempt);
   }
 
   /**
@@ -205,6 +237,7 @@ export class JobRunner {
       job,
       controller: new AttemptAbortController(),
       released: false,
+      cancelled: false,
       ended: false,
     };
     this.running.add(attempt);
@@ -231,6 +264,12 @@ export class JobRunner {
       if (this.backlog) this.wake();
     });
     if (attempt.released) return;
+    if (attempt.cancelled) {
+      this.logger.log(
+        `Job ${job.id} (${job.task}, attempt ${job.attempt}) was cancelled while running.`,
+      );
+      return;
+    }
     try {
       if (failure) await this.endings.failed(attempt, failure);
       else await this.endings.succeeded(attempt);
