@@ -164,8 +164,8 @@ export class JobQueueService {
   /**
    * Cancels a job, queued or running, from any instance. A queued job leaves the queue; a running
    * one's attempt ends at once, recorded `cancelled`, with no retry, whatever its task then does, and
-   * the instance running it aborts its `ctx.signal` (reason: a `JobCancelledError`) within moments
-   * (a notification; its `pollingCheck` if the notification is lost). Either way its history says
+   * the instance running it aborts its `ctx.signal` (reason: a `JobCancelledError`) within a second
+   * (a notification; its `pollingCheck`, or LISTEN's reconnection, if the notification is lost). Either way its history says
    * `cancelled` and promises awaiting it reject with `JobCancelledError`. Returns `false` when the
    * job has ended already, or does not exist.
    */
@@ -194,7 +194,9 @@ export class JobQueueService {
    */
   async cancelJobs(filter: CancelJobsFilter = {}): Promise<number> {
     const { task, states, before } = validateJobFilter(filter, CANCELLABLE, CANCELLABLE);
-    const bound = await this.createdBefore(before);
+    // Only jobs enqueued before the call: a producer adding jobs meanwhile cannot keep it going.
+    const now = await this.databaseNow();
+    const bound = before !== null && before < now ? before : now;
     let cancelled = 0;
     // Queued ones first: one claimed meanwhile is running by the time running ones are looked for.
     if (states.includes('pending')) {
@@ -225,7 +227,7 @@ export class JobQueueService {
   async retryJobs(filter: RetryJobsFilter = {}): Promise<number> {
     const { task, states, before } = validateJobFilter(filter, RETRYABLE, RETRIED_BY_DEFAULT);
     // Only jobs that ended before the call: one that fails again meanwhile is not taken twice.
-    const [{ now }] = await this.db.query<{ now: Date }>(this.sql.now);
+    const now = await this.databaseNow();
     return this.inBatches(
       this.sql.retryJobs,
       [
@@ -269,10 +271,10 @@ export class JobQueueService {
     this.events.cancelled(jobs);
   }
 
-  /** The bound of a bulk cancel: jobs enqueued before the call (and before `before`, if given). */
-  private async createdBefore(before: Date | null): Promise<Date> {
+  /** The database's clock, which every row's times are on. */
+  private async databaseNow(): Promise<Date> {
     const [{ now }] = await this.db.query<{ now: Date }>(this.sql.now);
-    return before !== null && before < now ? before : now;
+    return now;
   }
 
   /** Runs a bulk statement until a batch picks fewer jobs than it may; returns how many it changed. */
