@@ -54,6 +54,7 @@ export class JobRunner {
   private claimMayHaveOrphaned = false;
   private readonly sql: RunnerSql;
   private readonly poll: Tick;
+  private readonly cancelPoll: Tick;
   private readonly tasks: TaskExecutor;
   private readonly endings: AttemptEndings;
   private readonly shutdown: ShutdownDrain;
@@ -78,12 +79,16 @@ export class JobRunner {
     this.endings = new AttemptEndings(options, db, this.sql, channel, waiters, events, this.logger);
     this.shutdown = new ShutdownDrain(options, db, this.sql, this.running, this.logger);
     this.poll = new Tick(
-      'Polling for due jobs and cancelled attempts',
+      'Polling for due jobs',
       options.pollingCheck * 1000,
-      () => {
-        this.wake();
-        return this.abortCancelled();
-      },
+      () => this.wake(),
+      this.logger,
+    );
+    // A tick of its own: the poll's wake-ups must not wait on this query's round trip.
+    this.cancelPoll = new Tick(
+      'Polling for cancelled attempts',
+      options.pollingCheck * 1000,
+      () => this.abortCancelled(),
       this.logger,
     );
   }
@@ -101,6 +106,7 @@ export class JobRunner {
     }
     this.started = true;
     this.poll.start();
+    this.cancelPoll.start();
     this.wake();
   }
 
@@ -142,7 +148,7 @@ export class JobRunner {
 
   /**
    * Aborts the attempts running here that a cancel ended while its notification did not arrive
-   * (LISTEN was down): on every poll, and after every LISTEN (re)connection.
+   * (LISTEN was down): every `pollingCheck`, and after every LISTEN (re)connection.
    */
   async abortCancelled(): Promise<void> {
     const running = [...this.running.values()].filter((attempt) => !attempt.ended);
@@ -165,9 +171,14 @@ export class JobRunner {
 
   private async drain(): Promise<void> {
     await this.poll.stop();
-    // Jobs that claim brings back are launched before it resolves, so they are drained too.
-    await this.claimInFlight;
-    await this.shutdown.drain();
+    try {
+      // Jobs that claim brings back are launched before it resolves, so they are drained too.
+      await this.claimInFlight;
+      // Cancels still reach the attempts that run on while the instance drains.
+      await this.shutdown.drain();
+    } finally {
+      await this.cancelPoll.stop();
+    }
   }
 
   private async claimWhileCapacity(): Promise<void> {
