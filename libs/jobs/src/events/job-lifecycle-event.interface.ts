@@ -1,5 +1,6 @@
 /**
- * What happened to a job, as seen by this instance: jobs it enqueued, started, ended or cancelled.
+ * What happened to a job, as seen by this instance: jobs it enqueued, started, ended, cancelled or
+ * queued again (`retried`).
  * Another instance's jobs are that instance's events.
  *
  * @publicApi

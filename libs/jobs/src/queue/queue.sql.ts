@@ -133,7 +133,7 @@ export function queueSql({ quoted: s }: SchemaName) {
              (SELECT task FROM cancelled) AS task, (SELECT count(*) FROM told)::int AS told`,
 
     /**
-     * Cancels up to $5 queued jobs matching the filter, locking them first: a job being claimed is
+     * Cancels up to $4 queued jobs matching the filter, locking them first: a job being claimed is
      * waited for, then left out (it is running by the time this commits, and `cancelRunningJobs`,
      * run after this, finds it). Returns how many it picked: fewer than $4 means none is left.
      * $1 task $2 created before $3 channel $4 batch size
@@ -162,10 +162,10 @@ export function queueSql({ quoted: s }: SchemaName) {
     /**
      * Queues again, due now, up to $4 jobs that ended for good in one of the states $5 (ended at or
      * before $6, the time a bulk call began, so that a job failing again meanwhile is not picked
-     * twice), or only job $7 (with $6 null). The attempt counter goes on from the last attempt (it is the fencing
-     * token of every write that ends an attempt, so it must never repeat) and `maxRetries` is set
-     * so that the job gets one attempt with no automatic retry: a retry from outside is a single,
-     * watched try. The history rows are locked, so two simultaneous retries of one job queue it
+     * twice), or only job $7 (with $6 null). The attempt counter goes on from the last attempt (it
+     * is the fencing token of every write that ends an attempt, so it must never repeat) and
+     * `maxRetries` is set so that the job gets one attempt with no automatic retry: a retry from
+     * outside is a single, watched try. The history rows are locked, so two simultaneous retries of one job queue it
      * once: the second waits, then conflicts with the first one's row (`ON CONFLICT`), or finds the
      * job claimed by then (no longer in a state it retries).
      *
