@@ -4,6 +4,7 @@ import { Test } from '@nestjs/testing';
 import { CronPlannerService, JobsAdminModule, JobsMetricsModule } from 'nestjs-pg-jobs';
 import type { JobInfo } from 'nestjs-pg-jobs';
 import { FlakyTask } from './support/flaky-task.js';
+import { GatedTask, started } from './support/gated-task.js';
 import { startHttpJobsApp } from './support/http-app.js';
 import type { HttpJobsApp } from './support/http-app.js';
 import { waitFor } from './support/jobs-app.js';
@@ -41,8 +42,8 @@ const ids: Record<string, string> = {};
 beforeAll(async () => {
   server = await startHttpJobsApp(db.url, {
     imports: [JobsAdminModule.forRoot({ path: '/ops/jobs/', guard: new TokenGuard() })],
-    tasks: [FlakyTask],
-    options: { pollingCheck: 0.1, maxRetries: 0, allowUnknownTasks: true },
+    tasks: [FlakyTask, GatedTask],
+    options: { pollingCheck: 0.1, maxRetries: 0, allowUnknownTasks: true, concurrency: 2 },
   });
   const add = async (payload: object, extra: object = {}) =>
     (await server.queue.addJob({ task: 'flaky', payload, ...extra })).id;
@@ -316,5 +317,76 @@ describe('GET api/schedules', () => {
       }),
     ]);
     await json(api('schedules?all=1'), 400);
+  });
+});
+
+describe('POST api/jobs/:id/cancel and retry, of running and cancelled jobs', () => {
+  it('cancels a running job, which can then be retried', async () => {
+    const { id } = await server.queue.addJob({ task: 'gated' });
+    await waitFor('the job to start', () => started.has(id));
+    expect((await json(post(`jobs/${id}/cancel`))).job).toMatchObject({ id, state: 'cancelled' });
+    const { job } = await json(post(`jobs/${id}/retry`));
+    expect(job.id).toBe(id);
+    expect(['pending', 'active', 'completed']).toContain(job.state);
+    // The cancel's abort opened the task's gate for good: the retry runs through.
+    await ended(id, 'completed');
+    expect(await server.queue.getJob(id)).toMatchObject({ attempt: 2 });
+  });
+});
+
+describe('POST api/jobs/retry and api/jobs/cancel: every job a filter takes', () => {
+  const failedForGood = async (task: string) => {
+    const [row] = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM jobs."jobHistory" h
+       WHERE task = $1 AND state = 'failed' AND NOT EXISTS (SELECT 1 FROM jobs.jobs q WHERE q.id = h.id)`,
+      [task],
+    );
+    return row.n;
+  };
+
+  it('retries the failed jobs of a task, and says how many', async () => {
+    const { id } = await server.queue.addJob({ task: 'flaky', payload: { failUntilAttempt: 1 } });
+    await ended(id, 'failed');
+    const expected = await failedForGood('flaky');
+    expect(expected).toBeGreaterThanOrEqual(1);
+    expect(await json(post('jobs/retry?task=flaky&state=failed'))).toEqual({ retried: expected });
+    await ended(id, 'completed');
+    expect(await failedForGood('flaky')).toBe(0);
+  });
+
+  it('cancels the pending jobs of a task, and says how many', async () => {
+    const later = new Date(Date.now() + 3600_000);
+    const added = await server.queue.addJobs([
+      { task: 'bulkCancelled', waitUntil: later },
+      { task: 'bulkCancelled', waitUntil: later },
+      { task: 'bulkKept', waitUntil: later },
+    ]);
+    expect(await json(post('jobs/cancel?task=bulkCancelled&state=pending,active'))).toEqual({
+      cancelled: 2,
+    });
+    expect(await stateOf(added[0].id)).toBe('cancelled');
+    expect(await stateOf(added[2].id)).toBe('pending');
+  });
+
+  it.each([
+    ['retry?state=completed', /"state" must be one or more of failed, interrupted, cancelled/],
+    ['cancel?state=failed', /"state" must be one or more of pending, active/],
+    ['cancel?state=pending,', /"state" must be one or more of pending, active/],
+    ['retry?before=yesterday', /"before" must be an ISO 8601 time/],
+    ['retry?before=2026-01-31T12:00:00', /"before" must be an ISO 8601 time/],
+    ['cancel?task=no%20spaces', /"task" must be a task name/],
+    ['cancel?limit=5', /unknown query parameter "limit"/],
+  ])('answers 400 to %s, changing nothing', async (path, message) => {
+    const { id } = await server.queue.addJob({
+      task: 'bulkKept',
+      waitUntil: new Date(Date.now() + 3600_000),
+    });
+    expect((await json(post(`jobs/${path}`), 400)).message).toMatch(message);
+    expect(await stateOf(id)).toBe('pending');
+  });
+
+  it('refuses (403) a bulk request without the X-Jobs-Admin header', async () => {
+    const body = await json(api('jobs/cancel', { method: 'POST' }), 403);
+    expect(body.message).toMatch(/X-Jobs-Admin: 1/);
   });
 });

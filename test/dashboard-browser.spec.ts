@@ -29,7 +29,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-it("shows a failed job's error, retries it on a click, and shows it completed", async () => {
+it("shows a failed job's error, retries it (and then all of a task's) on a click, and shows it completed", async () => {
   const { id } = await server.queue.addJob({
     task: 'flaky',
     payload: { failUntilAttempt: 1, message: 'the printer is on fire' },
@@ -63,6 +63,34 @@ it("shows a failed job's error, retries it on a click, and shows it completed", 
     100,
   );
   expect(await page.locator('#total-failed').textContent()).toBe('0');
+
+  // And every failed job of the task at once, from its line of the task table.
+  const failed = await Promise.all(
+    [1, 2].map(
+      async () =>
+        (await server.queue.addJob({ task: 'flaky', payload: { failUntilAttempt: 1 } })).id,
+    ),
+  );
+  for (const job of failed) {
+    await waitFor(
+      'the job to fail',
+      async () => (await server.queue.getJob(job))?.state === 'failed',
+    );
+  }
+  await page
+    .locator('#tasks tr', { hasText: 'flaky' })
+    .locator('button[data-action="retry-failed"]')
+    .click({ timeout: UI_TIMEOUT });
+  await page
+    .locator('#note', { hasText: '2 failed job(s) of flaky queued again.' })
+    .waitFor({ timeout: UI_TIMEOUT });
+  for (const job of failed) {
+    await waitFor(
+      'the job to complete',
+      async () => (await server.queue.getJob(job))?.state === 'completed',
+    );
+    expect(await server.queue.getJob(job)).toMatchObject({ attempt: 2 });
+  }
   // No script error and no content-security-policy violation on the way.
   expect(problems).toEqual([]);
   await page.close();

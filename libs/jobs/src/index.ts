@@ -41,6 +41,14 @@ export type {
 export { JobQueueService } from './queue/job-queue.service.js';
 export type { AddJobOptions, AddedJob } from './queue/add-job-options.interface.js';
 export type { JobInfo, JobState } from './queue/job-info.interface.js';
+export type { WaitForJobOptions } from './queue/wait-for-job-options.interface.js';
+export type {
+  JobFilter,
+  RetryJobsFilter,
+  CancelJobsFilter,
+  RetryableJobState,
+  CancellableJobState,
+} from './queue/job-filter.interface.js';
 
 // Maintenance: abandoned attempts and history retention.
 export { ReaperService } from './reaper/reaper.service.js';
@@ -86,6 +94,8 @@ export {
   WorkerUnresponsiveError,
   WorkerPoolBootError,
   WorkerPoolStoppedError,
+  JobNotFoundError,
+  InvalidJobFilterError,
 } from './errors/jobs.errors.js';
 
 // Lifecycle events of this instance's jobs.
@@ -101,6 +111,7 @@ export type {
   JobCancelledEvent,
   JobSkippedEvent,
   SkipReason,
+  JobRetriedEvent,
 } from './events/job-lifecycle-event.interface.js';
 
 // Prometheus metrics; JobsMetrics: the deprecated name of JobsMetricsService.

@@ -91,10 +91,13 @@ export class JobsLifecycle
   private async start(): Promise<void> {
     this.listener.onNotification((notification) => {
       if (notification.event === 'newJob') this.runner.wake();
+      else if (notification.event === 'cancelJob')
+        this.runner.cancel(notification.id, notification.attempt);
       else this.waiters.settle(notification);
     });
     this.listener.onConnected(() => {
       this.runner.wake();
+      void this.runner.abortCancelled().catch(() => undefined);
       void this.waiters.catchUp().catch(() => undefined);
     });
     await this.listener.start();

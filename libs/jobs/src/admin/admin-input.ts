@@ -1,6 +1,7 @@
 import { JOB_ID_PATTERN, NAME_PATTERN, NAME_RULE } from '../common/names.js';
 import { BadRequestException } from '@nestjs/common';
 import type { JobState } from '../queue/job-info.interface.js';
+import type { JobFilter } from '../queue/job-filter.interface.js';
 
 /** What `GET api/jobs` accepts, validated. */
 export interface JobListQuery {
@@ -62,6 +63,41 @@ export function parseJobListQuery(query: Record<string, unknown>): JobListQuery 
     offset: integer(query, 'offset', 0, 0, MAX_OFFSET),
   };
 }
+
+/**
+ * The filter of a bulk retry or cancel: `task`, `state` (one of `states`, or several separated by
+ * commas) and `before` (an ISO 8601 time).
+ */
+export function parseJobFilter<State extends JobState>(
+  query: Record<string, unknown>,
+  states: readonly State[],
+): JobFilter<State> {
+  onlyKeys(query, ['task', 'state', 'before']);
+  const { task, state, before } = query;
+  if (task !== undefined && (typeof task !== 'string' || !NAME_PATTERN.test(task))) {
+    throw bad(`"task" must be a task name (${NAME_RULE}); got ${show(task)}`);
+  }
+  const listed = typeof state === 'string' ? state.split(',') : [];
+  if (state !== undefined && !listed.every((one) => states.includes(one as State))) {
+    throw bad(
+      `"state" must be one or more of ${states.join(', ')}, separated by commas; got ${show(state)}`,
+    );
+  }
+  const time = typeof before === 'string' && ISO_TIME.test(before) ? new Date(before) : undefined;
+  if (before !== undefined && !(time && !Number.isNaN(time.getTime()))) {
+    throw bad(
+      `"before" must be an ISO 8601 time such as 2026-01-31T12:00:00Z; got ${show(before)}`,
+    );
+  }
+  return {
+    ...(task !== undefined && { task: task as string }),
+    ...(state !== undefined && { state: listed as State[] }),
+    ...(time && { before: time }),
+  };
+}
+
+/** A date and time with its offset: a time without one would be read in the server's zone. */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
 
 export function parseMinutes(query: Record<string, unknown>): number {
   onlyKeys(query, ['minutes']);

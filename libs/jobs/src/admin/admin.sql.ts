@@ -104,32 +104,6 @@ export function adminSql({ quoted: s }: SchemaName) {
     history: `SELECT * FROM ${s}."jobHistory" WHERE id = $1`,
 
     /**
-     * Queues a job that failed for good once more, due now. The attempt counter goes on from the
-     * last attempt (it is the fencing token of every write that ends an attempt, so it must never
-     * repeat), and `maxRetries` is set so that this is one attempt with no automatic retry: an
-     * operator's retry is a single, watched try. The row lock and `ON CONFLICT` make two
-     * simultaneous retries queue it once.
-     *
-     * $1 id $2 createdBy $3 channel $4 notification
-     */
-    retry: `
-      WITH target AS (
-        SELECT * FROM ${s}."jobHistory" h
-        WHERE h.id = $1 AND h.state IN ('failed', 'interrupted') AND ${notQueued}
-        FOR UPDATE
-      ), requeued AS (
-        INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled",
-                               "createdBy", "createdAt")
-        SELECT id, task, payload, priority, attempt, attempt, "wasScheduled", $2, "createdAt"
-        FROM target
-        ON CONFLICT (id) DO NOTHING
-        RETURNING id
-      ), woken AS (
-        SELECT pg_notify($3, $4) FROM requeued
-      )
-      SELECT id, (SELECT count(*) FROM woken) AS woken FROM requeued`,
-
-    /**
      * Per task: queued, due and running counts, the jobs that ended in the last $1 minutes, and
      * how long the longest-waiting due job has waited. The page asks every 2 s: ended jobs are
      * counted in a recent window only, a range of an index on "completedAt", never across the

@@ -49,6 +49,11 @@ function act(path, done) {
 }
 const JOB_DONE = { retry: " queued again.", cancel: " cancelled." };
 const SCHEDULE_DONE = { pause: " paused.", resume: " resumed.", trigger: " triggered: one run now." };
+function retryFailed(task) {
+  return api("jobs/retry?state=failed&task=" + encodeURIComponent(task), { method: "POST", headers: { "X-Jobs-Admin": "1" } })
+    .then((body) => { say(body.retried + " failed job(s) of " + task + " queued again."); return refresh(); })
+    .catch((err) => say(err.message, true));
+}
 function say(text, isError) {
   const note = $("note");
   note.textContent = text;
@@ -98,10 +103,10 @@ function refresh() {
     const t = stats.totals;
     for (const key of ["pending", "due", "active", "completed", "failed"]) $("total-" + key).textContent = String(t[key]);
     $("total-oldest").textContent = secs(t.oldestPendingAgeSeconds);
-    fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => secs(r.oldestPendingAgeSeconds)], "No jobs yet.");
+    fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
     fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorMessage || "" }), (r) => when(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
     fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, (r) => when(r.waitUntil), (r) => r.attempt, (r) => r.lastErrorMessage || "", (r) => button("Cancel", "cancel", r.id)], "Nothing queued.");
-    fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt)], "Nothing running.");
+    fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
     fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => when(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : ""], "No completed jobs.");
     fill($("schedules"), schedules.schedules, [(r) => r.name, (r) => r.task, (r) => r.cron, (r) => r.timezone, (r) => r.overlap, (r) => (r.paused ? "paused" : when(r.plannedUntil)), (r) => json(r.payload), scheduleButtons], "No schedules.");
     chart(throughput.minutes);
@@ -152,13 +157,13 @@ export const DASHBOARD_HTML = `<!doctype html>
 <svg id="chart" viewBox="0 0 600 120" width="600" height="120" role="img" aria-label="Jobs ended per minute"></svg>
 <div class="axis"><span>60 min ago</span><span>now</span></div>
 <h2>By task <small>(completed and failed: last 60 minutes)</small></h2>
-<table><thead><tr><th>Task</th><th>Pending</th><th>Due</th><th>Active</th><th>Completed</th><th>Failed</th><th>Oldest due</th></tr></thead><tbody id="tasks"></tbody></table>
+<table><thead><tr><th>Task</th><th>Pending</th><th>Due</th><th>Active</th><th>Completed</th><th>Failed</th><th>Oldest due</th><th></th></tr></thead><tbody id="tasks"></tbody></table>
 <h2>Failed</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Error</th><th>Failed at</th><th></th></tr></thead><tbody id="failed"></tbody></table>
 <h2>Pending</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Due</th><th>Attempts</th><th>Last error</th><th></th></tr></thead><tbody id="pending"></tbody></table>
 <h2>Running</h2>
-<table><thead><tr><th>Job</th><th>Task</th><th>Attempt</th><th>Instance</th><th>Started</th></tr></thead><tbody id="active"></tbody></table>
+<table><thead><tr><th>Job</th><th>Task</th><th>Attempt</th><th>Instance</th><th>Started</th><th></th></tr></thead><tbody id="active"></tbody></table>
 <h2>Recently completed</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Completed at</th><th>Took</th></tr></thead><tbody id="completed"></tbody></table>
 <h2>Schedules</h2>

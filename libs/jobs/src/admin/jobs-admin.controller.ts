@@ -13,6 +13,7 @@ import {
 } from '@nestjs/common';
 import type { CanActivate, Type } from '@nestjs/common';
 import {
+  parseJobFilter,
   parseJobId,
   parseJobListQuery,
   parseMinutes,
@@ -61,6 +62,20 @@ export function createAdminController(
     @Get('api/jobs/:id')
     job(@Param('id') id: string) {
       return this.admin.getJob(parseJobId(id));
+    }
+
+    @Post('api/jobs/retry')
+    @HttpCode(200)
+    retryAll(@Query() query: Query, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.retryJobs(parseJobFilter(query, ['failed', 'interrupted', 'cancelled']));
+    }
+
+    @Post('api/jobs/cancel')
+    @HttpCode(200)
+    cancelAll(@Query() query: Query, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.cancelJobs(parseJobFilter(query, ['pending', 'active']));
     }
 
     @Post('api/jobs/:id/retry')

@@ -6,9 +6,7 @@ import { CronPlannerService } from '../cron/cron-planner.service.js';
 import type { ScheduleInfo } from '../schedule/cron-schedule.interface.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { UnknownScheduleError } from '../errors/jobs.errors.js';
-import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
-import { JOBS_OPTIONS } from '../options/resolved-options.js';
-import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import type { CancelJobsFilter, RetryJobsFilter } from '../queue/job-filter.interface.js';
 import type { JobInfo } from '../queue/job-info.interface.js';
 import { JobQueueService } from '../queue/job-queue.service.js';
 import { DEFAULT_STATS_MINUTES } from './admin-input.js';
@@ -66,7 +64,6 @@ export class JobsAdminService implements OnModuleInit {
   private db!: JobsDatabase;
   private queue!: JobQueueService;
   private planner!: CronPlannerService;
-  private options!: ResolvedJobsOptions;
   private sql!: AdminSql;
 
   constructor(@Inject(ModuleRef) private readonly moduleRef: ModuleRef) {}
@@ -75,7 +72,6 @@ export class JobsAdminService implements OnModuleInit {
     this.db = findInApp(this.moduleRef, JobsDatabase, 'JobsAdminModule');
     this.queue = findInApp(this.moduleRef, JobQueueService, 'JobsAdminModule');
     this.planner = findInApp(this.moduleRef, CronPlannerService, 'JobsAdminModule');
-    this.options = findInApp(this.moduleRef, JOBS_OPTIONS, 'JobsAdminModule');
     this.sql = adminSql(this.db.schema);
   }
 
@@ -102,24 +98,33 @@ export class JobsAdminService implements OnModuleInit {
     return { job, history: history ?? null };
   }
 
-  /** Queues a job that failed (or was interrupted) for good for one more attempt, now. */
+  /**
+   * Queues a job that ended for good (failed, interrupted or cancelled) for one more attempt, now
+   * (`JobQueueService.retryJobs` explains what a retry does).
+   */
   async retryJob(id: string): Promise<{ job: JobInfo }> {
-    const rows = await this.db.query(this.sql.retry, [
-      id,
-      this.options.instanceId,
-      channelFor(this.db.schema),
-      NEW_JOB_NOTIFICATION,
-    ]);
-    if (rows.length === 0) await this.refuse(id, 'retried', 'only a job that failed for good');
+    if (!(await this.queue.retryJob(id))) {
+      await this.refuse(id, 'retried', 'only a job that failed, was interrupted or was cancelled');
+    }
     return { job: (await this.queue.getJob(id))! };
   }
 
-  /** Cancels a pending job. */
+  /** Cancels a pending or running job (`JobQueueService.cancelJob`). */
   async cancelJob(id: string): Promise<{ job: JobInfo }> {
     if (!(await this.queue.cancelJob(id))) {
-      await this.refuse(id, 'cancelled', 'only a pending job');
+      await this.refuse(id, 'cancelled', 'only a pending or running job');
     }
     return { job: (await this.queue.getJob(id))! };
+  }
+
+  /** `JobQueueService.retryJobs`: how many jobs were queued again. */
+  async retryJobs(filter: RetryJobsFilter): Promise<{ retried: number }> {
+    return { retried: await this.queue.retryJobs(filter) };
+  }
+
+  /** `JobQueueService.cancelJobs`: how many jobs were cancelled. */
+  async cancelJobs(filter: CancelJobsFilter): Promise<{ cancelled: number }> {
+    return { cancelled: await this.queue.cancelJobs(filter) };
   }
 
   /**

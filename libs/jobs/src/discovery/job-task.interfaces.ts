@@ -15,7 +15,8 @@ export interface JobContext {
   /** Retries the job may use after its first attempt. */
   readonly maxRetries: number;
   /**
-   * Aborted when the attempt times out (`taskTimeout`) or the instance shuts down. A task that
+   * Aborted when the attempt times out (`taskTimeout`), the instance shuts down, or the job is
+   * cancelled (`cancelJob`, with a `JobCancelledError` as its reason). A task that
    * ignores it keeps running in the background after its attempt has been recorded, and holds its
    * slot of `concurrency` until it settles.
    */

@@ -183,21 +183,28 @@ export class JobFailedError extends JobsError {
   }
 }
 
-/** A job awaited with `promise: true` was cancelled before it ran. */
+/**
+ * A job was cancelled (`cancelJob`, `cancelJobs`): a promise awaiting it rejects with this, and a
+ * running attempt's `ctx.signal` is aborted with it as its reason.
+ */
 export class JobCancelledError extends JobsError {
   constructor(readonly jobId: string) {
-    super(`Job ${jobId} was cancelled before it ran.`);
+    super(`Job ${jobId} was cancelled.`);
   }
 }
 
-/** Nothing reported the end of a job awaited with `promise: true` within `promiseTimeout`. */
+/**
+ * Nothing reported the end of an awaited job (`promise: true`, `waitForJob`) within its timeout:
+ * `promiseTimeout`, or the `timeout` given to `waitForJob`.
+ */
 export class JobPromiseTimeoutError extends JobsError {
   constructor(
     readonly jobId: string,
     seconds: number,
+    setBy = 'promiseTimeout',
   ) {
     super(
-      `No instance reported the end of job ${jobId} within ${seconds}s (promiseTimeout). ` +
+      `No instance reported the end of job ${jobId} within ${seconds}s (${setBy}). ` +
         'The job itself is not cancelled: check it with getJob().',
     );
   }
@@ -246,6 +253,26 @@ export class WorkerUnresponsiveError extends JobsError {
       `The worker thread${threadId ? ` ${threadId}` : ''} running this task did not answer within ${grace}s ` +
         `after its signal was aborted (taskTimeout ${taskTimeout}s); the thread was terminated and replaced.`,
     );
+  }
+}
+
+/** `waitForJob` was given the id of a job that does not exist (or whose history was pruned). */
+export class JobNotFoundError extends JobsError {
+  constructor(readonly jobId: string) {
+    super(
+      `No job ${jobId}: it was never enqueued, or it ended longer ago than historyExpiration and its history was pruned.`,
+    );
+  }
+}
+
+/** A filter of `retryJobs` or `cancelJobs` is invalid. Nothing was changed. */
+export class InvalidJobFilterError extends JobsError {
+  constructor(
+    readonly field: string,
+    readonly value: unknown,
+    expectation: string,
+  ) {
+    super(`Job filter "${field}" ${expectation}; got ${describe(value)}. Nothing was changed.`);
   }
 }
 

@@ -1,5 +1,6 @@
 /**
- * What happened to a job, as seen by this instance: jobs it enqueued, started, ended or cancelled.
+ * What happened to a job, as seen by this instance: jobs it enqueued, started, ended, cancelled or
+ * queued again (`retried`).
  * Another instance's jobs are that instance's events.
  *
  * @publicApi
@@ -10,7 +11,8 @@ export type JobLifecycleEvent =
   | JobCompletedEvent
   | JobFailedEvent
   | JobCancelledEvent
-  | JobSkippedEvent;
+  | JobSkippedEvent
+  | JobRetriedEvent;
 
 /** The type names of `JobLifecycleEvent`. @publicApi */
 export type JobLifecycleEventType = JobLifecycleEvent['type'];
@@ -52,6 +54,7 @@ export interface JobFailedEvent extends JobEventBase {
   readonly willRetry: boolean;
 }
 
+/** This instance cancelled the job (`cancelJob`, `cancelJobs`), queued or running. */
 export interface JobCancelledEvent extends JobEventBase {
   readonly type: 'cancelled';
 }
@@ -69,4 +72,12 @@ export type SkipReason = 'missed' | 'overlap';
 export interface JobSkippedEvent extends JobEventBase {
   readonly type: 'skipped';
   readonly reason: SkipReason;
+}
+
+/**
+ * This instance queued again a job that had ended for good (`retryJobs`, or the dashboard's retry):
+ * it is pending, for one more attempt.
+ */
+export interface JobRetriedEvent extends JobEventBase {
+  readonly type: 'retried';
 }

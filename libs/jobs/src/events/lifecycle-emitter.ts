@@ -84,9 +84,16 @@ export class LifecycleEmitter {
     this.emit({ type: 'skipped', id: job.id, task: job.task, reason, at: new Date() });
   }
 
-  cancelled(job: { id: string; task: string }): void {
+  cancelled(jobs: readonly { id: string; task: string }[]): void {
     if (this.listeners.size === 0) return;
-    this.emit({ type: 'cancelled', id: job.id, task: job.task, at: new Date() });
+    const at = new Date();
+    for (const { id, task } of jobs) this.emit({ type: 'cancelled', id, task, at });
+  }
+
+  retried(jobs: readonly { id: string; task: string }[]): void {
+    if (this.listeners.size === 0) return;
+    const at = new Date();
+    for (const { id, task } of jobs) this.emit({ type: 'retried', id, task, at });
   }
 
   private duration(job: Attempt): number {

@@ -40,6 +40,8 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
   private readonly completed: Counter<'task'>;
   private readonly failed: Counter<'task' | 'final'>;
   private readonly skipped: Counter<'task'>;
+  private readonly cancelled: Counter<'task'>;
+  private readonly retried: Counter<'task'>;
   private readonly duration: Histogram<'task' | 'outcome'>;
   private db?: JobsDatabase;
   private tasks?: TaskRegistry;
@@ -78,6 +80,18 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
     this.skipped = new Counter({
       name: `${prefix}skipped_total`,
       help: "Cron jobs this instance's claims skipped: missed their slot's missedSlotGrace, or overlapped a run (overlap: 'skip').",
+      labelNames: ['task'],
+      registers,
+    });
+    this.cancelled = new Counter({
+      name: `${prefix}cancelled_total`,
+      help: 'Jobs this instance cancelled, queued or running (cancelJob, cancelJobs).',
+      labelNames: ['task'],
+      registers,
+    });
+    this.retried = new Counter({
+      name: `${prefix}retried_total`,
+      help: 'Jobs that had ended for good and that this instance queued again (retryJobs, the dashboard).',
       labelNames: ['task'],
       registers,
     });
@@ -169,6 +183,12 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
         break;
       case 'skipped':
         this.skipped.inc({ task: event.task });
+        break;
+      case 'cancelled':
+        this.cancelled.inc({ task: event.task });
+        break;
+      case 'retried':
+        this.retried.inc({ task: event.task });
         break;
     }
   }

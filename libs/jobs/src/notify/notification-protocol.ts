@@ -11,6 +11,15 @@ export type JobsNotification =
       readonly id: string;
       readonly state: 'completed' | 'failed' | 'interrupted' | 'cancelled';
       readonly error?: string | null;
+    }
+  | {
+      /**
+       * A cancel ended this running attempt in the database: whichever instance runs it aborts it.
+       * The ending is written already; the instance running the attempt writes none of its own.
+       */
+      readonly event: 'cancelJob';
+      readonly id: string;
+      readonly attempt: number;
     };
 
 /** One channel per schema, so two apps sharing a database do not wake each other. */
@@ -24,7 +33,11 @@ export function parseNotification(payload: string | undefined): JobsNotification
   if (!payload) return undefined;
   try {
     const value = JSON.parse(payload) as Partial<JobsNotification>;
-    if (value?.event === 'newJob' || value?.event === 'jobCompleted')
+    if (
+      value?.event === 'newJob' ||
+      value?.event === 'jobCompleted' ||
+      value?.event === 'cancelJob'
+    )
       return value as JobsNotification;
   } catch {
     // Not ours: anything may NOTIFY on a channel.

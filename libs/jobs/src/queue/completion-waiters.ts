@@ -69,14 +69,18 @@ export class CompletionWaiters {
     this.poll.start();
   }
 
-  /** Registers a waiter; before the job exists, so that no ending can be missed. */
-  wait(id: string): JobWait {
+  /**
+   * Registers a waiter; before the job exists (or before asking how it ended), so that no ending
+   * can be missed. It gives up after `timeout` seconds (`promiseTimeout`, unless `waitForJob` says).
+   */
+  wait(id: string, timeout?: { seconds: number; setBy: string }): JobWait {
+    const { seconds, setBy } = timeout ?? { seconds: this.timeoutSeconds, setBy: 'promiseTimeout' };
     let waiter!: Waiter;
     const promise = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.remove(id, waiter);
-        reject(new JobPromiseTimeoutError(id, this.timeoutSeconds));
-      }, this.timeoutSeconds * 1000);
+        reject(new JobPromiseTimeoutError(id, seconds, setBy));
+      }, seconds * 1000);
       waiter = { resolve, reject, timer };
     });
     let waiting = this.waiters.get(id);

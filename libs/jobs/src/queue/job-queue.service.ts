@@ -2,7 +2,7 @@ import { JOB_ID_PATTERN } from '../common/names.js';
 import { Inject, Injectable } from '@nestjs/common';
 import { JobsDatabase } from '../database/jobs-database.js';
 import type { SqlExecutor } from '../database/jobs-database.js';
-import { InvalidJobOptionsError } from '../errors/jobs.errors.js';
+import { InvalidJobOptionsError, JobNotFoundError } from '../errors/jobs.errors.js';
 import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
@@ -10,6 +10,13 @@ import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import type { AddJobOptions, AddedJob } from './add-job-options.interface.js';
 import { CompletionWaiters } from './completion-waiters.js';
+import type { JobEnding } from './completion-waiters.js';
+import type {
+  CancellableJobState,
+  CancelJobsFilter,
+  RetryableJobState,
+  RetryJobsFilter,
+} from './job-filter.interface.js';
 import type { JobInfo } from './job-info.interface.js';
 import { queueSql } from './queue.sql.js';
 import type { QueueSql } from './queue.sql.js';
@@ -17,6 +24,34 @@ import { JobsTelemetry } from '../telemetry/jobs-telemetry.js';
 import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
 import { validateJob } from './validate-job.js';
 import type { JobDefaults, ValidatedJob } from './validate-job.js';
+import { validateJobFilter, validateWaitOptions } from './validate-queue-calls.js';
+import type { WaitForJobOptions } from './wait-for-job-options.interface.js';
+
+const RETRYABLE: readonly RetryableJobState[] = ['failed', 'interrupted', 'cancelled'];
+/** A cancelled job was cancelled on purpose: `retryJobs` takes it only when asked to. */
+const RETRIED_BY_DEFAULT: readonly RetryableJobState[] = ['failed', 'interrupted'];
+const CANCELLABLE: readonly CancellableJobState[] = ['pending', 'active'];
+
+/** Jobs one statement of a bulk call takes at most: each batch is a short transaction of its own. */
+const BULK_BATCH_SIZE = 1000;
+
+/** How often a statement that found its job moving between the queue and history runs again. */
+const MAX_ROUNDS = 10;
+
+/** Where `awaitJob` found a job (see queue.sql.ts). */
+interface AwaitedJobRow {
+  readonly queued: boolean | null;
+  readonly state: string | null;
+  readonly awaitedRunning: boolean | null;
+  readonly error: string | null;
+  readonly marked: number;
+}
+
+/** What one batch of a bulk statement did. */
+interface BatchRow {
+  readonly picked: number;
+  readonly jobs: { id: string; task: string }[];
+}
 
 /**
  * Enqueues jobs and reports on them. Inject it anywhere in the app.
@@ -88,19 +123,188 @@ export class JobQueueService {
   }
 
   /**
-   * Cancels a pending job: it leaves the queue and its history says `cancelled`. Returns `false`
-   * when the job is not pending (unknown, running or ended): a running job is not interrupted.
+   * Waits for job `id` to end, wherever it was enqueued and wherever it runs, and even if it ended
+   * already: resolves when it completes, and rejects as `addJob`'s `promise` does —
+   * `JobFailedError` (failed or interrupted for good, or a cron job that missed its slot),
+   * `JobCancelledError`, `JobPromiseTimeoutError` after `timeout` seconds (default
+   * `promiseTimeout`), `JobsShutdownError` when this instance shuts down first — or with
+   * `JobNotFoundError` when there is no such job. Any number of callers, on any instances, may wait
+   * for one job.
+   *
+   * The job's end is then notified to every instance (as for a job added with `promise: true`), and
+   * the poll (`pollingCheck`) is the backstop if that notification is lost.
+   */
+  async waitForJob<TResult = unknown>(
+    id: string,
+    options: WaitForJobOptions = {},
+  ): Promise<TResult> {
+    assertJobId(id);
+    const seconds = validateWaitOptions(options);
+    // Registered before the job is looked at: it may end between the look and the registration.
+    const wait = this.waiters.wait(
+      id,
+      seconds === undefined ? undefined : { seconds, setBy: 'the timeout of waitForJob' },
+    );
+    // A timeout while the statement runs rejects before the caller holds the promise.
+    wait.promise.catch(() => undefined);
+    try {
+      await this.untilSettled(`waiting for job ${id}`, async () => {
+        const [row] = await this.db.query<AwaitedJobRow>(this.sql.awaitJob, [id]);
+        if (row.queued !== null) return row.queued || row.marked > 0 || undefined;
+        if (row.state === null) throw new JobNotFoundError(id);
+        if (row.state === 'active') return row.awaitedRunning || row.marked > 0 || undefined;
+        // Ended: nothing will notify it any more.
+        this.waiters.settle({ id, state: row.state, error: row.error } satisfies JobEnding);
+        return true;
+      });
+    } catch (err) {
+      wait.forget();
+      throw err;
+    }
+    return wait.promise as Promise<unknown> as Promise<TResult>;
+  }
+
+  /**
+   * Cancels a job, queued or running, from any instance. A queued job leaves the queue; a running
+   * one's attempt ends at once, recorded `cancelled`, with no retry, whatever its task then does, and
+   * the instance running it aborts its `ctx.signal` (reason: a `JobCancelledError`) within a second
+   * (a notification; its `pollingCheck`, or LISTEN's reconnection, if the notification is lost). Either way its history says
+   * `cancelled` and promises awaiting it reject with `JobCancelledError`. Returns `false` when the
+   * job has ended already, or does not exist.
    */
   async cancelJob(id: string): Promise<boolean> {
     assertJobId(id);
-    const rows = await this.db.query<{ id: string; task: string }>(this.sql.cancelJob, [
+    return this.untilSettled(`cancelling job ${id}`, async () => {
+      const [row] = await this.db.query<{
+        queued: boolean;
+        state: string | null;
+        task: string | null;
+      }>(this.sql.cancelJob, [id, this.channel]);
+      if (row.task !== null) {
+        this.reportCancelled([{ id, task: row.task }]);
+        return true;
+      }
+      // Seen queued or running, yet neither write found it there: it moved, so look again.
+      return row.queued || row.state === 'active' ? undefined : false;
+    });
+  }
+
+  /**
+   * Cancels, as `cancelJob` does, every job that matches `filter` (`state`: `pending`, `active`, or
+   * both by default) and was enqueued before the call. In batches, each its own transaction.
+   * Returns how many jobs it cancelled. Throws `InvalidJobFilterError` on a bad filter, before
+   * anything is changed.
+   */
+  async cancelJobs(filter: CancelJobsFilter = {}): Promise<number> {
+    const { task, states, before } = validateJobFilter(filter, CANCELLABLE, CANCELLABLE);
+    // Only jobs enqueued before the call: a producer adding jobs meanwhile cannot keep it going.
+    const now = await this.databaseNow();
+    const bound = before !== null && before < now ? before : now;
+    let cancelled = 0;
+    // Queued ones first: one claimed meanwhile is running by the time running ones are looked for.
+    if (states.includes('pending')) {
+      cancelled += await this.inBatches(
+        this.sql.cancelQueuedJobs,
+        [task, bound, this.channel, BULK_BATCH_SIZE],
+        (jobs) => this.reportCancelled(jobs),
+      );
+    }
+    if (states.includes('active')) {
+      cancelled += await this.inBatches(
+        this.sql.cancelRunningJobs,
+        [task, bound, this.channel, BULK_BATCH_SIZE],
+        (jobs) => this.reportCancelled(jobs),
+      );
+    }
+    return cancelled;
+  }
+
+  /**
+   * Queues again, due now, every job that matches `filter` and has ended for good (`state`:
+   * `failed`, `interrupted` or `cancelled`; by default `failed` and `interrupted`) — a job that
+   * failed but will be retried anyway is pending, not failed, and is left alone. Each gets one more
+   * attempt: its attempt counter goes on (attempt 4 after three attempts), and it gets no automatic
+   * retries, as the dashboard's retry. In batches; returns how many jobs it queued. Throws
+   * `InvalidJobFilterError` on a bad filter, before anything is changed.
+   */
+  async retryJobs(filter: RetryJobsFilter = {}): Promise<number> {
+    const { task, states, before } = validateJobFilter(filter, RETRYABLE, RETRIED_BY_DEFAULT);
+    // Only jobs that ended before the call: one that fails again meanwhile is not taken twice.
+    const now = await this.databaseNow();
+    return this.inBatches(
+      this.sql.retryJobs,
+      [
+        task,
+        before,
+        this.options.instanceId,
+        BULK_BATCH_SIZE,
+        states,
+        now,
+        null,
+        this.channel,
+        NEW_JOB_NOTIFICATION,
+      ],
+      (jobs) => this.events.retried(jobs),
+    );
+  }
+
+  /**
+   * @internal The dashboard's retry of one job that ended for good (failed, interrupted or
+   * cancelled), as `retryJobs` retries it. `false` if it is in no such state.
+   */
+  async retryJob(id: string): Promise<boolean> {
+    assertJobId(id);
+    const [row] = await this.db.query<BatchRow>(this.sql.retryJobs, [
+      null,
+      null,
+      this.options.instanceId,
+      1,
+      RETRYABLE,
+      null,
       id,
       this.channel,
+      NEW_JOB_NOTIFICATION,
     ]);
-    if (rows.length === 0) return false;
-    this.waiters.settle({ id, state: 'cancelled' });
-    this.events.cancelled(rows[0]);
-    return true;
+    this.events.retried(row.jobs);
+    return row.jobs.length > 0;
+  }
+
+  private reportCancelled(jobs: readonly { id: string; task: string }[]): void {
+    for (const { id } of jobs) this.waiters.settle({ id, state: 'cancelled' });
+    this.events.cancelled(jobs);
+  }
+
+  /** The database's clock, which every row's times are on. */
+  private async databaseNow(): Promise<Date> {
+    const [{ now }] = await this.db.query<{ now: Date }>(this.sql.now);
+    return now;
+  }
+
+  /** Runs a bulk statement until a batch picks fewer jobs than it may; returns how many it changed. */
+  private async inBatches(
+    statement: string,
+    params: unknown[],
+    report: (jobs: BatchRow['jobs']) => void,
+  ): Promise<number> {
+    let changed = 0;
+    for (;;) {
+      const [{ picked, jobs }] = await this.db.query<BatchRow>(statement, params);
+      changed += jobs.length;
+      report(jobs);
+      if (picked < BULK_BATCH_SIZE) return changed;
+    }
+  }
+
+  /**
+   * Runs `round` until it settles (returns a value): a round that found the job moving between the
+   * queue and history returns `undefined`, and looks again on a fresh snapshot.
+   */
+  private async untilSettled<T>(what: string, round: () => Promise<T | undefined>): Promise<T> {
+    for (let rounds = 0; rounds < MAX_ROUNDS; rounds++) {
+      const settled = await round();
+      if (settled !== undefined) return settled;
+    }
+    throw new Error(`Gave up ${what}: the job kept moving between the queue and its history.`);
   }
 
   private async insert(

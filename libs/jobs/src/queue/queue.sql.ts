@@ -7,6 +7,54 @@ import type { SchemaName } from '../database/schema-name.js';
  */
 export function queueSql({ quoted: s }: SchemaName) {
   /**
+   * The jobs a bulk call's filter matches, on a `jobs` or `jobHistory` row aliased `a`: its task
+   * ($1, or any) and its creation before $2 (or any). The one place a filter becomes SQL: a new
+   * field of `JobFilter` (the queue, once named queues exist) is one more condition here.
+   */
+  const matching = (a: string) =>
+    `($1::text IS NULL OR ${a}.task = $1) AND ($2::timestamptz IS NULL OR ${a}."createdAt" < $2)`;
+
+  /**
+   * The CTEs that cancel jobs, in one statement, ending with `cancelled` (id, task, awaited) and
+   * `told` (the notifications sent):
+   * - the queued ones among `queuedIds` leave the queue and their history says `cancelled`;
+   * - the running ones among `runningIds` have their active attempt ended `cancelled`, fenced like
+   *   every ending by `state = 'active'`: no later write for that attempt (its completion, its
+   *   failure and retry, a reaper's or shutdown's requeue) matches it any more, so the job stays
+   *   cancelled whatever its task then does, and nothing runs it again. The instance running it is
+   *   told (`cancelJob`) to abort it; if that notification is lost, its poll finds the attempt
+   *   cancelled (`runner.sql.ts`, `cancelledAttempts`);
+   * - whoever awaits one of them hears `jobCompleted` (cancelled).
+   * A job is queued or running in any one snapshot, never both, so the two writes never touch the
+   * same history row.
+   */
+  const cancelling = (queuedIds: string, runningIds: string, channel: string) => `
+      removed AS (
+        DELETE FROM ${s}.jobs WHERE id = ANY(${queuedIds}) RETURNING *
+      ), dequeued AS (
+        INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
+                                             "wasScheduled", awaited, "createdAt", "completedAt")
+        SELECT id, task, 'cancelled', payload, priority, retries, "maxRetries", "isScheduled", awaited,
+               "createdAt", now()
+        FROM removed
+        ON CONFLICT (id) DO UPDATE SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now()
+        RETURNING id, task, awaited
+      ), stopped AS (
+        UPDATE ${s}."jobHistory"
+        SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now()
+        WHERE id = ANY(${runningIds}) AND state = 'active'
+        RETURNING id, task, attempt, awaited
+      ), cancelled AS (
+        SELECT id, task, awaited FROM dequeued UNION ALL SELECT id, task, awaited FROM stopped
+      ), told AS (
+        SELECT pg_notify(${channel}, json_build_object('event', 'jobCompleted', 'id', id, 'state', 'cancelled')::text)
+        FROM cancelled WHERE awaited
+        UNION ALL
+        SELECT pg_notify(${channel}, json_build_object('event', 'cancelJob', 'id', id, 'attempt', attempt)::text)
+        FROM stopped
+      )`;
+
+  /**
    * Inserts a batch (one row per array element) and, when $11 is true and something is due now,
    * notifies in the same statement: inside a caller's transaction the notification is then
    * delivered on commit and dropped on rollback, with no extra round trip. It returns the ids of the
@@ -66,23 +114,123 @@ export function queueSql({ quoted: s }: SchemaName) {
       FROM ${s}."jobHistory" h
       WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)`),
 
-    /** Takes a pending job out of the queue and records it cancelled, in one statement. */
+    /**
+     * Cancels job $1, queued or running, in one statement (see `cancelling`). A job between two
+     * places (its claim, or its failed attempt's requeue, committed after this statement's snapshot
+     * was taken) is found by neither write: `queued` and `state` then say where the snapshot saw it,
+     * and the caller runs the statement again. $1 id $2 channel
+     */
     cancelJob: `
-      WITH removed AS (
-        DELETE FROM ${s}.jobs WHERE id = $1 RETURNING *
-      ), recorded AS (
-        INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
-                                             "wasScheduled", awaited, "createdAt", "completedAt")
-        SELECT id, task, 'cancelled', payload, priority, retries, "maxRetries", "isScheduled", awaited,
-               "createdAt", now()
-        FROM removed
-        ON CONFLICT (id) DO UPDATE SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now()
-        RETURNING id, task, awaited
-      ), told AS (
-        SELECT pg_notify($2, json_build_object('event', 'jobCompleted', 'id', id, 'state', 'cancelled')::text)
-        FROM recorded WHERE awaited
+      WITH queued AS (
+        SELECT id FROM ${s}.jobs WHERE id = $1
+      ), ran AS (
+        SELECT id, state FROM ${s}."jobHistory" WHERE id = $1
+      ), ${cancelling(
+        'ARRAY(SELECT id FROM queued)',
+        `ARRAY(SELECT id FROM ran WHERE state = 'active')`,
+        '$2',
+      )}
+      SELECT EXISTS (SELECT 1 FROM queued) AS queued, (SELECT state FROM ran) AS state,
+             (SELECT task FROM cancelled) AS task, (SELECT count(*) FROM told)::int AS told`,
+
+    /**
+     * Cancels up to $4 queued jobs matching the filter, locking them first: a job being claimed is
+     * waited for, then left out (it is running by the time this commits, and `cancelRunningJobs`,
+     * run after this, finds it). Returns how many it picked: fewer than $4 means none is left.
+     * $1 task $2 created before $3 channel $4 batch size
+     */
+    cancelQueuedJobs: `
+      WITH picked AS (
+        SELECT id FROM ${s}.jobs j WHERE ${matching('j')} LIMIT $4 FOR UPDATE
+      ), ${cancelling('ARRAY(SELECT id FROM picked)', `'{}'::uuid[]`, '$3')}
+      SELECT (SELECT count(*) FROM picked)::int AS picked,
+             COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task)) FROM cancelled), '[]') AS jobs,
+             (SELECT count(*) FROM told)::int AS told`,
+
+    /**
+     * Cancels up to $4 running jobs matching the filter (their active attempts, as `cancelJob`
+     * does). An attempt that ends meanwhile keeps its ending. $1 task $2 created before $3 channel
+     * $4 batch size
+     */
+    cancelRunningJobs: `
+      WITH picked AS (
+        SELECT id FROM ${s}."jobHistory" h WHERE h.state = 'active' AND ${matching('h')} LIMIT $4
+      ), ${cancelling(`'{}'::uuid[]`, 'ARRAY(SELECT id FROM picked)', '$3')}
+      SELECT (SELECT count(*) FROM picked)::int AS picked,
+             COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task)) FROM cancelled), '[]') AS jobs,
+             (SELECT count(*) FROM told)::int AS told`,
+
+    /**
+     * Queues again, due now, up to $4 jobs that ended for good in one of the states $5 (ended at or
+     * before $6, the time a bulk call began, so that a job failing again meanwhile is not picked
+     * twice), or only job $7 (with $6 null). The attempt counter goes on from the last attempt (it
+     * is the fencing token of every write that ends an attempt, so it must never repeat) and
+     * `maxRetries` is set so that the job gets one attempt with no automatic retry: a retry from
+     * outside is a single, watched try. The history rows are locked, so two simultaneous retries of one job queue it
+     * once: the second waits, then conflicts with the first one's row (`ON CONFLICT`), or finds the
+     * job claimed by then (no longer in a state it retries).
+     *
+     * $1 task $2 created before $3 createdBy $4 batch size $5 state[] $6 ended by (or null) $7 id
+     * (or null) $8 channel $9 newJob notification
+     */
+    retryJobs: `
+      WITH picked AS (
+        SELECT h.id FROM ${s}."jobHistory" h
+        WHERE h.state = ANY($5::text[]) AND h."completedAt" IS NOT NULL
+          AND ($6::timestamptz IS NULL OR h."completedAt" <= $6) AND ($7::uuid IS NULL OR h.id = $7)
+          AND ${matching('h')} AND NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = h.id)
+        LIMIT $4
+        FOR UPDATE
+      ), requeued AS (
+        INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled",
+                               "createdBy", "createdAt")
+        SELECT id, task, payload, priority, attempt, attempt, "wasScheduled", $3, "createdAt"
+        FROM ${s}."jobHistory" WHERE id = ANY(ARRAY(SELECT id FROM picked))
+        ON CONFLICT (id) DO NOTHING
+        RETURNING id, task
+      ), woken AS (
+        SELECT pg_notify($8, $9) WHERE EXISTS (SELECT 1 FROM requeued)
       )
-      SELECT id, task, (SELECT count(*) FROM told) AS told FROM recorded`,
+      SELECT (SELECT count(*) FROM picked)::int AS picked,
+             COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task)) FROM requeued), '[]') AS jobs,
+             (SELECT count(*) FROM woken)::int AS woken`,
+
+    /** The database's clock: the bound of a bulk call's batches. */
+    now: `SELECT now() AS now`,
+
+    /**
+     * Makes job $1's end worth a notification (`awaited`), wherever the job is, and says where that
+     * is, in one statement: queued (`queued` is its flag as it was), running (`state` active), ended
+     * (`state` and `error`: nothing will notify, the caller settles at once), or nowhere (all null).
+     * `marked` is how many rows the flag was set on: 0 while the snapshot saw it unset means the
+     * job moved between the snapshot and the update (claimed, cancelled, ended), and the caller
+     * runs the statement again.
+     *
+     * Updating a queued row is safe against a claim (see the claim's comment on ctids in
+     * runner.sql.ts): the update takes the row's lock. If a claim holds it, the update waits, then
+     * finds the row deleted (the job is running by then: the statement runs again). If the update
+     * holds it, the claim's SKIP LOCKED passes the row by. If the update committed after the claim's
+     * snapshot but before its lock, the claim locks the new row version but deletes by the old one's
+     * ctid, which matches nothing: the row stays queued, for the next claim. No row is ever claimed
+     * twice or lost, and an already flagged row is not written at all.
+     *
+     * $1 id
+     */
+    awaitJob: `
+      WITH queued AS (
+        SELECT awaited FROM ${s}.jobs WHERE id = $1
+      ), ran AS (
+        SELECT h.state, h.awaited, h."lastErrorMessage" AS error FROM ${s}."jobHistory" h WHERE h.id = $1
+      ), "markedQueued" AS (
+        UPDATE ${s}.jobs SET awaited = true WHERE id = $1 AND NOT awaited RETURNING id
+      ), "markedRunning" AS (
+        UPDATE ${s}."jobHistory" SET awaited = true
+        WHERE id = $1 AND state = 'active' AND NOT awaited RETURNING id
+      )
+      SELECT (SELECT awaited FROM queued) AS queued, (SELECT state FROM ran) AS state,
+             (SELECT awaited FROM ran) AS "awaitedRunning", (SELECT error FROM ran) AS error,
+             (SELECT count(*) FROM "markedQueued")::int + (SELECT count(*) FROM "markedRunning")::int
+               AS marked`,
 
     /** The awaited jobs among $1 that have ended for good: what a missed notification would have said. */
     endedJobs: `

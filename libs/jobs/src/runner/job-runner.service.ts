@@ -3,6 +3,7 @@ import { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
 import { toError } from '../common/errors.js';
 import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
+import { JobCancelledError } from '../errors/jobs.errors.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
 import type { SkipReason } from '../events/job-lifecycle-event.interface.js';
@@ -61,6 +62,7 @@ export class JobRunner {
   private claimMayHaveOrphaned = false;
   private readonly sql: RunnerSql;
   private readonly poll: Tick;
+  private readonly cancelPoll: Tick;
   private readonly tasks: TaskExecutor;
   private readonly endings: AttemptEndings;
   private readonly shutdown: ShutdownDrain;
@@ -91,6 +93,13 @@ export class JobRunner {
       () => this.wake(),
       this.logger,
     );
+    // A tick of its own: the poll's wake-ups must not wait on this query's round trip.
+    this.cancelPoll = new Tick(
+      'Polling for cancelled attempts',
+      options.pollingCheck * 1000,
+      () => this.abortCancelled(),
+      this.logger,
+    );
   }
 
   /** How many tasks this instance is running now. */
@@ -106,6 +115,7 @@ export class JobRunner {
     }
     this.started = true;
     this.poll.start();
+    this.cancelPoll.start();
     this.wake();
   }
 
@@ -132,6 +142,34 @@ export class JobRunner {
   }
 
   /**
+   * Aborts attempt `attempt` of job `id` if it runs here, with a `JobCancelledError`: a cancel has
+   * ended it in the database already (`cancelJob`), so the attempt writes no ending of its own,
+   * whatever its task then does. An attempt whose outcome is known is past aborting: its write is
+   * fenced out by the cancel's. A task that ignores its signal keeps its slot until it settles, as
+   * on a timeout.
+   */
+  cancel(id: string, attempt: number): void {
+    const running = this.running.find(id, attempt);
+    if (!running || running.ended) return;
+    running.cancelled = true;
+    running.controller.abort(new JobCancelledError(id));
+  }
+
+  /**
+   * Aborts the attempts running here that a cancel ended while its notification did not arrive
+   * (LISTEN was down): every `pollingCheck`, and after every LISTEN (re)connection.
+   */
+  async abortCancelled(): Promise<void> {
+    const running = [...this.running.values()].filter((attempt) => !attempt.ended);
+    if (running.length === 0) return;
+    const cancelled = await this.db.query<{ id: string; attempt: number }>(
+      this.sql.cancelledAttempts,
+      [running.map((attempt) => attempt.job.id), running.map((attempt) => attempt.job.attempt)],
+    );
+    for (const { id, attempt } of cancelled) this.cancel(id, attempt);
+  }
+
+  /**
    * Stops claiming, lets running attempts finish for up to `shutdownTimeout`, then gives the rest
    * back to the queue with their attempt unconsumed and aborts their signals. Idempotent.
    */
@@ -142,9 +180,14 @@ export class JobRunner {
 
   private async drain(): Promise<void> {
     await this.poll.stop();
-    // Jobs that claim brings back are launched before it resolves, so they are drained too.
-    await this.claimInFlight;
-    await this.shutdown.drain();
+    try {
+      // Jobs that claim brings back are launched before it resolves, so they are drained too.
+      await this.claimInFlight;
+      // Cancels still reach the attempts that run on while the instance drains.
+      await this.shutdown.drain();
+    } finally {
+      await this.cancelPoll.stop();
+    }
   }
 
   private async claimWhileCapacity(): Promise<void> {
@@ -216,6 +259,7 @@ export class JobRunner {
       job,
       controller: new AttemptAbortController(),
       released: false,
+      cancelled: false,
       ended: false,
     };
     this.running.add(attempt);
@@ -244,6 +288,12 @@ export class JobRunner {
       if (this.backlog) this.wake();
     });
     if (attempt.released) return;
+    if (attempt.cancelled) {
+      this.logger.log(
+        `Job ${job.id} (${job.task}, attempt ${job.attempt}) was cancelled while running.`,
+      );
+      return;
+    }
     try {
       if (failure) await this.endings.failed(attempt, failure);
       else await this.endings.succeeded(attempt);

@@ -119,8 +119,9 @@ export function runnerSql({ quoted: s }: SchemaName) {
         -- = ANY(ARRAY(...)), not IN (...): the planner turns IN into a hash join over a sequential
         -- scan of the whole queue; the array is computed once. It holds the rows' ctids, not their
         -- ids: the delete then goes straight to each row instead of down the primary key. A ctid
-        -- is stable here: the rows are locked from the moment it is read, and nothing updates jobs
-        -- (but migration 6's one-off backfill: a claim racing it leaves that row for the next one).
+        -- is stable here: the rows are locked from the moment it is read, and the only updates of
+        -- jobs rows (waitForJob's "awaited" flag, migration 6's one-off backfill) leave a row they
+        -- race with for the next claim (see queue.sql.ts, awaitJob).
         DELETE FROM ${s}.jobs c
         WHERE ctid = ANY(ARRAY(
           SELECT ctid FROM ${s}.jobs
@@ -238,6 +239,18 @@ export function runnerSql({ quoted: s }: SchemaName) {
                          WHERE r.id = h.id AND r.attempt = h.attempt)`,
       '$4',
     ),
+
+    /**
+     * Which of this instance's running attempts ($1, $2) a cancel has ended (`cancelJob` records
+     * the ending first, then notifies): the poll's backstop for a notification that was lost.
+     *
+     * $1 id[] $2 attempt[]
+     */
+    cancelledAttempts: `
+      SELECT h.id, h.attempt
+      FROM unnest($1::uuid[], $2::int[]) AS r(id, attempt)
+      JOIN ${s}."jobHistory" h ON h.id = r.id AND h.attempt = r.attempt
+      WHERE h.state = 'cancelled'`,
   };
 }
 

@@ -6,6 +6,7 @@ import type { AttemptJob } from '../attempt/attempt-job.js';
 import { runWithTimeout } from '../attempt/run-with-timeout.js';
 import { toError } from '../common/errors.js';
 import {
+  JobCancelledError,
   JobsShutdownError,
   WorkerDiedError,
   WorkerPoolStoppedError,
@@ -20,6 +21,7 @@ import {
   CONTROL_SLOTS,
   CONTROL_STARTED,
   RUN_TASK,
+  SIGNAL_CANCELLED,
   SIGNAL_SHUTDOWN,
   SIGNAL_TIMEOUT,
   STARTED_GAVE_UP,
@@ -72,8 +74,8 @@ export class WorkerDispatcher {
 
   /**
    * Runs one attempt in a thread, under the two ceilings the seed had: `timeout` (counted from when
-   * the thread starts the task) aborts the task's signal, and `controller` may abort it sooner, at
-   * shutdown; the thread then has `workerTimeoutGrace` to answer, after which the attempt fails as
+   * the thread starts the task) aborts the task's signal, and `controller` may abort it sooner (at
+   * shutdown, or on a cancel); the thread then has `workerTimeoutGrace` to answer, after which the attempt fails as
    * unresponsive and the thread is terminated. Settles with the abort reason once aborted, like an
    * in-process task.
    */
@@ -92,11 +94,7 @@ export class WorkerDispatcher {
     };
     const { signal } = controller;
     const forwardAbort = () => {
-      Atomics.store(
-        control,
-        CONTROL_SIGNAL,
-        signal.reason instanceof JobsShutdownError ? SIGNAL_SHUTDOWN : SIGNAL_TIMEOUT,
-      );
+      Atomics.store(control, CONTROL_SIGNAL, signalCode(signal.reason));
       Atomics.notify(control, CONTROL_SIGNAL);
     };
     signal.addEventListener('abort', forwardAbort, { once: true });
@@ -302,6 +300,13 @@ function fromThread(thrown: unknown): Error {
   if (typeof name === 'string') err.name = name;
   if (typeof stack === 'string') err.stack = stack;
   return err;
+}
+
+/** The abort reason as the thread rebuilds it: a timeout, unless shutdown or a cancel aborted. */
+function signalCode(reason: unknown): number {
+  if (reason instanceof JobsShutdownError) return SIGNAL_SHUTDOWN;
+  if (reason instanceof JobCancelledError) return SIGNAL_CANCELLED;
+  return SIGNAL_TIMEOUT;
 }
 
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {

@@ -26,6 +26,7 @@ export const SIGNAL_NONE = 0;
 export const SIGNAL_TIMEOUT = 1;
 export const SIGNAL_SHUTDOWN = 2;
 export const SIGNAL_ENDED = 3;
+export const SIGNAL_CANCELLED = 4;
 
 /** Where a pool thread finds its Nest module; given to every thread as its `workerData`. */
 export interface WorkerThreadData {

@@ -10,13 +10,14 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule, NestFactory } from '@nestjs/core';
 import { ThreadWorker } from 'poolifier';
 import { TaskRegistry } from '../discovery/task-registry.js';
-import { JobsShutdownError, JobTimeoutError } from '../errors/jobs.errors.js';
+import { JobCancelledError, JobsShutdownError, JobTimeoutError } from '../errors/jobs.errors.js';
 import {
   CONTROL_SIGNAL,
   CONTROL_STARTED,
   CONTROL_THREAD,
   DESCRIBE_TASKS,
   RUN_TASK,
+  SIGNAL_CANCELLED,
   SIGNAL_ENDED,
   SIGNAL_NONE,
   SIGNAL_SHUTDOWN,
@@ -96,6 +97,7 @@ async function run(request: WorkerJobRequest | undefined): Promise<unknown> {
     const code = Atomics.load(control, CONTROL_SIGNAL);
     if (code === SIGNAL_TIMEOUT) controller.abort(new JobTimeoutError(request.timeout));
     else if (code === SIGNAL_SHUTDOWN) controller.abort(new JobsShutdownError());
+    else if (code === SIGNAL_CANCELLED) controller.abort(new JobCancelledError(request.id));
   });
   Atomics.store(control, CONTROL_STARTED, STARTED_YES);
   Atomics.notify(control, CONTROL_STARTED);

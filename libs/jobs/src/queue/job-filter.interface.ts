@@ -1,0 +1,28 @@
+import type { JobState } from './job-info.interface.js';
+
+/**
+ * Which jobs a bulk call (`retryJobs`, `cancelJobs`) takes. Every field narrows; `{}` takes every job
+ * in the call's default states.
+ *
+ * @publicApi
+ */
+export interface JobFilter<State extends JobState> {
+  /** Only the jobs of this task. */
+  task?: string;
+  /** Only the jobs in this state, or in one of these. */
+  state?: State | readonly State[];
+  /** Only the jobs enqueued before this time (the job's `createdAt`, kept across its attempts). */
+  before?: Date;
+}
+
+/** The states `retryJobs` takes jobs from: endings that leave a job out of the queue for good. @publicApi */
+export type RetryableJobState = 'failed' | 'interrupted' | 'cancelled';
+
+/** The states `cancelJobs` takes jobs from. @publicApi */
+export type CancellableJobState = 'pending' | 'active';
+
+/** What `retryJobs` takes; without `state`, the jobs that failed or were interrupted for good. @publicApi */
+export type RetryJobsFilter = JobFilter<RetryableJobState>;
+
+/** What `cancelJobs` takes; without `state`, pending and running jobs alike. @publicApi */
+export type CancelJobsFilter = JobFilter<CancellableJobState>;

@@ -1,0 +1,67 @@
+import { assertOptionsObject } from '../common/assert-options-object.js';
+import { optionChecks } from '../common/option-checks.js';
+import { InvalidJobFilterError, InvalidJobOptionsError } from '../errors/jobs.errors.js';
+import type { JobState } from './job-info.interface.js';
+import type { JobFilter } from './job-filter.interface.js';
+import type { WaitForJobOptions } from './wait-for-job-options.interface.js';
+
+/**
+ * The longest wait a timer can hold (2^31 - 1 ms, about 24.8 days): Node fires a longer one at
+ * once instead.
+ */
+const MAX_WAIT_SECONDS = 2_147_483;
+
+/** The checks of `waitForJob`'s options; returns its timeout, if one was given. */
+export function validateWaitOptions(options: WaitForJobOptions | undefined): number | undefined {
+  const fail = (option: string, value: unknown, expectation: string) =>
+    new InvalidJobOptionsError(option, value, expectation);
+  const given = options ?? {};
+  assertOptionsObject(given, new Set(['timeout']), fail);
+  const { timeout } = given as WaitForJobOptions;
+  if (timeout === undefined) return undefined;
+  optionChecks(fail).seconds('timeout', timeout, 0);
+  if (timeout > MAX_WAIT_SECONDS) {
+    throw fail('timeout', timeout, `must be at most ${MAX_WAIT_SECONDS} seconds`);
+  }
+  return timeout;
+}
+
+/** A filter that passed every check: what the bulk statements take. */
+export interface ValidatedJobFilter<State extends JobState> {
+  readonly task: string | null;
+  readonly states: readonly State[];
+  readonly before: Date | null;
+}
+
+/**
+ * Every field a filter may have. Named queues will add `queue` here, in `validateJobFilter` and in
+ * the statements' `matching` (queue.sql.ts).
+ */
+const KNOWN_KEYS = new Set<string>(['task', 'state', 'before']);
+
+/**
+ * Every check of a bulk call's filter, before anything touches the database. `allowed` are the
+ * states the call takes, `defaults` those it takes without `state`.
+ */
+export function validateJobFilter<State extends JobState>(
+  filter: JobFilter<State> | undefined,
+  allowed: readonly State[],
+  defaults: readonly State[],
+): ValidatedJobFilter<State> {
+  const fail = (field: string, value: unknown, expectation: string) =>
+    new InvalidJobFilterError(field, value, expectation);
+  const given = filter ?? {};
+  assertOptionsObject(given, KNOWN_KEYS, fail);
+  const { task, state, before } = given as JobFilter<State>;
+  if (task !== undefined && (typeof task !== 'string' || task.length === 0)) {
+    throw fail('task', task, 'must be a non-empty string');
+  }
+  const states = state === undefined ? defaults : Array.isArray(state) ? state : [state];
+  if (states.length === 0 || states.some((one: unknown) => !allowed.includes(one as State))) {
+    throw fail('state', state, `must be one of ${allowed.join(', ')}, or an array of them`);
+  }
+  if (before !== undefined && !(before instanceof Date && !Number.isNaN(before.getTime()))) {
+    throw fail('before', before, 'must be a valid Date');
+  }
+  return { task: task ?? null, states: [...new Set(states)], before: before ?? null };
+}
