@@ -91,6 +91,7 @@ export class JobsLifecycle
   private async start(): Promise<void> {
     this.listener.onNotification((notification) => {
       if (notification.event === 'newJob') this.runner.wake();
+      else if (notification.event === 'progress') this.runner.progressHeard(notification);
       else this.waiters.settle(notification);
     });
     this.listener.onConnected(() => {

@@ -49,10 +49,15 @@ export class JobQueueService {
     };
   }
 
-  /** Adds one job. Throws a `JobsError` subclass on bad input; nothing is inserted then. */
-  async addJob<Payload = unknown>(options: AddJobOptions<Payload>): Promise<AddedJob> {
+  /**
+   * Adds one job. Throws a `JobsError` subclass on bad input; nothing is inserted then. `Result`
+   * types what the job's `promise` resolves to: the return type of its task's `run`.
+   */
+  async addJob<Result = unknown, Payload = unknown>(
+    options: AddJobOptions<Payload>,
+  ): Promise<AddedJob<Result>> {
     const [added] = await this.insert([options], options?.manager, options?.notify ?? true);
-    return added;
+    return added as AddedJob<Result>;
   }
 
   /**

@@ -6,11 +6,13 @@ import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
 import { channelFor } from '../notify/notification-protocol.js';
+import type { ProgressNotification } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
 import { WorkerPool } from '../worker-pool/worker-pool.service.js';
 import { AttemptEndings } from './attempt-endings.js';
+import { AttemptProgress } from './attempt-progress.js';
 import { runnerSql } from './runner.sql.js';
 import type { ClaimedJob, ClaimRow, RunnerSql } from './runner.sql.js';
 import { RunningAttempts } from './running-attempts.js';
@@ -55,6 +57,7 @@ export class JobRunner {
   private readonly poll: Tick;
   private readonly tasks: TaskExecutor;
   private readonly endings: AttemptEndings;
+  private readonly progress: AttemptProgress;
   private readonly shutdown: ShutdownDrain;
   private claimInFlight?: Promise<void>;
   private claimScheduled = false;
@@ -73,7 +76,15 @@ export class JobRunner {
   ) {
     this.sql = runnerSql(db.schema);
     const channel = channelFor(db.schema);
-    this.tasks = new TaskExecutor(options, registry, workerPool);
+    this.progress = new AttemptProgress(options, db, this.sql, channel, events, this.logger);
+    this.tasks = new TaskExecutor(
+      options,
+      db,
+      registry,
+      workerPool,
+      (attempt, json) => this.progress.report(attempt, json),
+      this.logger,
+    );
     this.endings = new AttemptEndings(options, db, this.sql, channel, waiters, events, this.logger);
     this.shutdown = new ShutdownDrain(options, db, this.sql, this.running, this.logger);
     this.poll = new Tick(
@@ -120,6 +131,11 @@ export class JobRunner {
         if (this.wakeRequested) this.wake();
       });
     });
+  }
+
+  /** Another instance told of an attempt's progress: this one's listeners hear it too. */
+  progressHeard(notification: ProgressNotification): void {
+    this.progress.heard(notification);
   }
 
   /**
@@ -218,11 +234,12 @@ export class JobRunner {
 
   private async execute(attempt: RunningAttempt): Promise<void> {
     const { job } = attempt;
-    const { failure, stray } = await this.tasks.run(attempt);
+    const { ending, stray, transaction } = await this.tasks.run(attempt);
     attempt.ended = true;
     if (stray) {
+      const reason = ending.outcome === 'failed' ? ` (${ending.error.message})` : '';
       this.logger.warn(
-        `Job ${job.id} (${job.task}, attempt ${job.attempt}) was aborted (${failure?.message}) but its task ` +
+        `Job ${job.id} (${job.task}, attempt ${job.attempt}) was aborted${reason} but its task ` +
           'ignores ctx.signal and is still running; it keeps its slot of concurrency until it settles.',
       );
     }
@@ -230,10 +247,14 @@ export class JobRunner {
       this.executing--;
       if (this.backlog) this.wake();
     });
-    if (attempt.released) return;
+    if (attempt.released) {
+      this.progress.discard(attempt);
+      await transaction?.rollback();
+      return;
+    }
     try {
-      if (failure) await this.endings.failed(attempt, failure);
-      else await this.endings.succeeded(attempt);
+      if (attempt.progress) await this.progress.flush(attempt);
+      await this.endings.record(attempt, ending, transaction);
     } catch (err) {
       // The database refused to hear how the attempt went; the history row still says active,
       // which is what the reaper looks for.
