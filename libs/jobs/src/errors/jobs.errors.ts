@@ -328,6 +328,8 @@ function describeDeath(exitCode: number | undefined, crash: Error | undefined): 
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'bigint') return `${value}n`;
+  // JSON would say null for NaN and the infinities.
+  if (typeof value === 'number') return String(value);
   if (value instanceof Date)
     return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
   if (typeof value === 'function') return 'a function';
