@@ -71,6 +71,19 @@ class StubbornTask implements JobTaskHandler {
   }
 }
 
+/** Reports progress twice, at once, and writes its row: its progress write waits for the pool. */
+@JobTask({ name: 'progressive', transactional: true })
+@Injectable()
+class ProgressiveTask implements JobTaskHandler {
+  async run(_payload: unknown, ctx: JobContext): Promise<void> {
+    ctx.reportProgress(10);
+    ctx.reportProgress(20);
+    await ctx.manager!.query(`INSERT INTO ledger (job_id, entry) VALUES ($1, 'progressive')`, [
+      ctx.id,
+    ]);
+  }
+}
+
 @JobTask('plain')
 @Injectable()
 class PlainTask implements JobTaskHandler<unknown, boolean> {
@@ -176,6 +189,28 @@ it('ends the transaction of a task that outlives its timeout: its writes roll ba
   await waitFor('the late write', () => lateWrites.get(id));
   expect(lateWrites.get(id)).not.toBe('written');
   expect(await ledger(id)).toEqual([]);
+});
+
+it('ends transactional attempts that report progress while they hold every connection of the pool', async () => {
+  const small = await cluster.startApp('tx-small-pool', {
+    tasks: [ProgressiveTask],
+    options: {
+      connection: { connectionString: db.url, max: 2 },
+      concurrency: 2,
+      progressInterval: 60,
+      pollingCheck: 0.1,
+    },
+  });
+  const added = await small.queue.addJobs([
+    { task: 'progressive', promise: true },
+    { task: 'progressive', promise: true },
+  ]);
+  await Promise.all(added.map((job) => job.promise));
+  for (const { id } of added) {
+    expect(await ledger(id)).toEqual(['progressive']);
+    expect((await small.queue.getJob(id))?.progress).toBe(20);
+  }
+  await small.close();
 });
 
 it('gives other tasks no ctx.manager', async () => {

@@ -7,6 +7,7 @@ import type { ProgressNotification } from '../notify/notification-protocol.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { RunnerSql } from './runner.sql.js';
 import type { RunningAttempt } from './running-attempts.js';
+import type { TaskTransaction } from './task-transaction.js';
 
 /** Where one attempt's progress stands: made on its first report, so that silence costs nothing. */
 export interface ProgressState {
@@ -55,12 +56,20 @@ export class AttemptProgress {
     this.schedule(attempt, state);
   }
 
-  /** The attempt is ending: writes its last value if it is not written yet, and stops listening. */
-  async flush(attempt: RunningAttempt): Promise<void> {
+  /**
+   * The attempt is ending: writes its last value if it is not written yet, and stops listening.
+   *
+   * A `transactional` task's last value is written in its transaction, with its ending, and a
+   * write in flight is not waited for: it may be waiting for a connection of the pool that the
+   * transactions hold (every transactional attempt flushing at once would wait on each other for
+   * ever), and it cannot land after the last value anyway: it waits for the transaction's lock on
+   * the row, then finds the attempt ended.
+   */
+  async flush(attempt: RunningAttempt, transaction?: TaskTransaction): Promise<void> {
     const state = this.close(attempt);
     if (!state) return;
-    await state.writing;
-    if (state.latest !== state.written) await this.write(attempt, state);
+    if (!transaction) await state.writing;
+    if (state.latest !== state.written) await this.write(attempt, state, transaction);
   }
 
   /** The attempt is no longer this instance's to report on (it was given back): writes nothing. */
@@ -112,18 +121,26 @@ export class AttemptProgress {
     }, wait);
   }
 
-  private write(attempt: RunningAttempt, state: ProgressState): Promise<void> {
+  private write(
+    attempt: RunningAttempt,
+    state: ProgressState,
+    transaction?: TaskTransaction,
+  ): Promise<void> {
     const { job } = attempt;
     const value = state.latest;
+    const values = [
+      job.id,
+      job.attempt,
+      value,
+      this.channel,
+      progressNotification(job, this.options.instanceId, value),
+    ];
     state.lastWriteAt = performance.now();
-    state.writing = this.db
-      .query(this.sql.progress, [
-        job.id,
-        job.attempt,
-        value,
-        this.channel,
-        progressNotification(job, this.options.instanceId, value),
-      ])
+    state.writing = (
+      transaction
+        ? transaction.query(this.sql.progress, values)
+        : this.db.query(this.sql.progress, values)
+    )
       .then(
         (rows) => {
           state.written = value;

@@ -253,7 +253,7 @@ export class JobRunner {
       return;
     }
     try {
-      if (attempt.progress) await this.progress.flush(attempt);
+      if (attempt.progress) await this.progress.flush(attempt, transaction);
       await this.endings.record(attempt, ending, transaction);
     } catch (err) {
       // The database refused to hear how the attempt went; the history row still says active,
