@@ -60,15 +60,27 @@ export class TaskTransaction {
    * its session is terminated, so that the server rolls back at once and releases its locks, and
    * no statement the task sends later can run (a `ROLLBACK` would leave the session open to them,
    * where each would commit on its own). The connection is given back once the task settles; the
-   * pool then drops it.
+   * pool then drops it. The terminating statement runs on a session of its own: the pool may have
+   * no connection to spare, when every one is held by a transaction.
    */
   async abandon(stray: Promise<void>): Promise<void> {
     const connection = (await this.runner.connect()) as { processID?: number | null };
-    if (connection.processID) {
-      await this.db
-        .query('SELECT pg_terminate_backend($1)', [connection.processID])
-        .catch(() => undefined);
-    }
+    if (connection.processID) await this.terminate(connection.processID);
+    // Only now: given back while still alive, the connection could serve someone else meanwhile.
     void stray.finally(() => this.runner.release().catch(() => undefined));
+  }
+
+  private async terminate(pid: number): Promise<void> {
+    const session = this.db.createSessionClient('terminate');
+    // Without an 'error' listener a dropped connection would crash the process.
+    session.on('error', () => undefined);
+    try {
+      await session.connect();
+      await session.query('SELECT pg_terminate_backend($1)', [pid]);
+    } catch {
+      // The database is unreachable: the session is gone with it, and its transaction too.
+    } finally {
+      await session.end().catch(() => undefined);
+    }
   }
 }
