@@ -227,7 +227,7 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
-    version: 8,
+    version: 9,
     name: "a job's result and progress, and the snoozed state",
     sql: ({ quoted: s }) => `
       -- What the completed attempt's task returned (NULL: nothing), and the last progress the latest
