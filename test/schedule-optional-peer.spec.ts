@@ -8,7 +8,8 @@ const SPECIFIER = /(?:from|import)\s*\(?\s*'([^']+)'/g;
 function importGraph(entry: string): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   const visit = (file: string) => {
-    if (graph.has(file)) return;
+    // Keyed by the path relative to the sources, like the map it fills: files may import each other.
+    if (graph.has(relative(SOURCES, file))) return;
     const specifiers = [...readFileSync(file, 'utf8').matchAll(SPECIFIER)].map((m) => m[1]);
     graph.set(
       relative(SOURCES, file),

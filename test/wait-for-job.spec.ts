@@ -78,6 +78,16 @@ it('rejects on every waiter of both instances when the job fails for good', asyn
   }
 });
 
+it('resolves with the result of a job run on A, running or ended already when B asks', async () => {
+  const result = { pages: 3, url: 's3://reports/1.pdf' };
+  const id = await runningGated({ result });
+  const waiting = b.queue.waitForJob<typeof result>(id);
+  await waitFor('the running job to be marked awaited', () => awaitedFlag(id));
+  openGate(id);
+  await expect(waiting).resolves.toEqual(result);
+  await expect(b.queue.waitForJob(id)).resolves.toEqual(result);
+});
+
 describe('a job that has ended already settles the wait at once', () => {
   it('resolves for a completed job', async () => {
     const id = await runningGated();

@@ -7,6 +7,8 @@ export interface GatedPayload {
   fail?: string;
   /** Do not listen to the signal: run on until the gate opens, cancelled or not. */
   ignoreSignal?: boolean;
+  /** Return this (the job's result) once the gate opens. */
+  result?: unknown;
 }
 
 interface Gate {
@@ -45,7 +47,7 @@ export function openGate(id: string): void {
 @JobTask({ name: 'gated', maxRetries: 2 })
 @Injectable()
 export class GatedTask implements JobTaskHandler<GatedPayload> {
-  async run(payload: GatedPayload, ctx: JobContext): Promise<void> {
+  async run(payload: GatedPayload, ctx: JobContext): Promise<unknown> {
     started.add(ctx.id);
     const gate = gateOf(ctx.id);
     if (!payload?.ignoreSignal) {
@@ -57,6 +59,7 @@ export class GatedTask implements JobTaskHandler<GatedPayload> {
     try {
       await gate.opened;
       if (payload?.fail) throw new Error(payload.fail);
+      return payload?.result;
     } finally {
       settled.add(ctx.id);
     }

@@ -27,6 +27,8 @@ export {
   DEFAULT_MISSED_SLOT_GRACE,
   DEFAULT_HISTORY_EXPIRATION,
   DEFAULT_HISTORY_PRUNE_BATCH_SIZE,
+  DEFAULT_MAX_RESULT_BYTES,
+  DEFAULT_PROGRESS_INTERVAL,
 } from './options/defaults.js';
 
 // Task handlers: the decorator and what a handler implements and receives.
@@ -35,6 +37,7 @@ export type {
   JobContext,
   JobTaskHandler,
   JobTaskOptions,
+  JobBackoff,
 } from './discovery/job-task.interfaces.js';
 
 // Enqueueing and reading jobs.
@@ -96,6 +99,11 @@ export {
   WorkerPoolStoppedError,
   JobNotFoundError,
   InvalidJobFilterError,
+  UnrecoverableJobError,
+  JobSnooze,
+  InvalidResultError,
+  ResultTooLargeError,
+  InvalidContextArgumentError,
 } from './errors/jobs.errors.js';
 
 // Lifecycle events of this instance's jobs.
@@ -112,6 +120,8 @@ export type {
   JobSkippedEvent,
   SkipReason,
   JobRetriedEvent,
+  JobSnoozedEvent,
+  JobProgressEvent,
 } from './events/job-lifecycle-event.interface.js';
 
 // Prometheus metrics; JobsMetrics: the deprecated name of JobsMetricsService.

@@ -93,6 +93,7 @@ export class JobsLifecycle
       if (notification.event === 'newJob') this.runner.wake();
       else if (notification.event === 'cancelJob')
         this.runner.cancel(notification.id, notification.attempt);
+      else if (notification.event === 'progress') this.runner.progressHeard(notification);
       else this.waiters.settle(notification);
     });
     this.listener.onConnected(() => {

@@ -66,6 +66,12 @@ function scheduleButton(label, action, name) {
   return el("button", { type: "button", "data-action": action, text: label, onclick: () => act("schedules/" + encodeURIComponent(name) + "/" + action, "Schedule " + name + SCHEDULE_DONE[action]) });
 }
 const scheduleButtons = (r) => el("span", {}, [r.paused ? scheduleButton("Resume", "resume", r.name) : scheduleButton("Pause", "pause", r.name), document.createTextNode(" "), scheduleButton("Run now", "trigger", r.name)]);
+function progress(value) {
+  if (value === null || value === undefined) return "";
+  if (typeof value !== "number") return json(value);
+  const bar = el("progress", { max: "100", value: String(value), title: value + " %" });
+  return el("span", {}, [bar, document.createTextNode(" " + Math.round(value) + " %")]);
+}
 function chart(minutes) {
   const svg = $("chart");
   const width = 600, height = 120, n = minutes.length || 1, bar = width / n;
@@ -106,7 +112,7 @@ function refresh() {
     fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
     fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorMessage || "" }), (r) => when(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
     fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, (r) => when(r.waitUntil), (r) => r.attempt, (r) => r.lastErrorMessage || "", (r) => button("Cancel", "cancel", r.id)], "Nothing queued.");
-    fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
+    fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt), (r) => progress(r.progress), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
     fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => when(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : ""], "No completed jobs.");
     fill($("schedules"), schedules.schedules, [(r) => r.name, (r) => r.task, (r) => r.cron, (r) => r.timezone, (r) => r.overlap, (r) => (r.paused ? "paused" : when(r.plannedUntil)), (r) => json(r.payload), scheduleButtons], "No schedules.");
     chart(throughput.minutes);
@@ -163,7 +169,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 <h2>Pending</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Due</th><th>Attempts</th><th>Last error</th><th></th></tr></thead><tbody id="pending"></tbody></table>
 <h2>Running</h2>
-<table><thead><tr><th>Job</th><th>Task</th><th>Attempt</th><th>Instance</th><th>Started</th><th></th></tr></thead><tbody id="active"></tbody></table>
+<table><thead><tr><th>Job</th><th>Task</th><th>Attempt</th><th>Instance</th><th>Started</th><th>Progress</th><th></th></tr></thead><tbody id="active"></tbody></table>
 <h2>Recently completed</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Completed at</th><th>Took</th></tr></thead><tbody id="completed"></tbody></table>
 <h2>Schedules</h2>

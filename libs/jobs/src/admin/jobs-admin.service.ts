@@ -40,7 +40,8 @@ export interface TaskStats {
 }
 
 /** A listed row carries the key it was sorted by, which the API leaves out. */
-type ListedJob = JobInfo & { sortAt?: Date };
+/** A job as lists show it: without its result, which may be large; `getJob` has it. */
+type ListedJob = Omit<JobInfo, 'result'> & { sortAt?: Date };
 
 const COUNTS = [
   'pending',
@@ -75,7 +76,9 @@ export class JobsAdminService implements OnModuleInit {
     this.sql = adminSql(this.db.schema);
   }
 
-  async listJobs(query: JobListQuery): Promise<{ jobs: JobInfo[]; hasMore: boolean }> {
+  async listJobs(
+    query: JobListQuery,
+  ): Promise<{ jobs: Omit<JobInfo, 'result'>[]; hasMore: boolean }> {
     const { state, task = null, limit, offset } = query;
     // One row more than asked tells whether there is a next page without counting the table.
     const page = [limit + 1, offset];

@@ -1,3 +1,5 @@
+import type { EntityManager } from 'typeorm';
+import type { JobSnooze } from '../errors/jobs.errors.js';
 import type { MissedSlotPolicy, OverlapPolicy } from '../schedule/cron-schedule.interface.js';
 
 /**
@@ -21,17 +23,52 @@ export interface JobContext {
    * slot of `concurrency` until it settles.
    */
   readonly signal: AbortSignal;
+  /**
+   * Reports how far the attempt has got: a number from 0 to 100, or a small plain JSON object (at
+   * most 16 KiB, such as `{ done: 40, of: 120 }`). Call it as often as you like: the value is
+   * written to the job (`getJob(id).progress`) and sent as a `progress` event to every instance at
+   * most once per `progressInterval`, and the last value is always written, at the latest when the
+   * attempt ends. Costs nothing until called. Throws `InvalidContextArgumentError` for any other
+   * value.
+   */
+  reportProgress(value: number | Record<string, unknown>): void;
+  /**
+   * `return ctx.snooze(seconds)` (or `throw ctx.snooze(seconds)`) ends the attempt without a
+   * failure and runs the job again after `seconds` (a number >= 0), with the same attempt number:
+   * a snooze consumes no retry. History records the attempt `snoozed`.
+   */
+  snooze(seconds: number): JobSnooze;
+  /**
+   * With `@JobTask({ transactional: true })`: the `EntityManager` of a transaction in which the
+   * attempt's end is written, so that what the task writes through it commits with the job's
+   * completion (or snooze) and rolls back when the attempt fails, times out or was taken away
+   * from this instance. `undefined` for other tasks.
+   */
+  readonly manager?: EntityManager;
 }
 
 /**
  * A class decorated with `@JobTask()`: Nest builds it with its dependencies, and the runner calls
- * `run` for each job of its task. A thrown error (or rejected promise) fails the attempt.
+ * `run` for each job of its task. What it returns (plain JSON data, at most `maxResultBytes`) is
+ * the job's result: stored with the attempt, read by `getJob(id).result`, and what an awaiting
+ * `promise` resolves to. A thrown error (or rejected promise) fails the attempt; an
+ * `UnrecoverableJobError` fails the job with no retry; `ctx.snooze()` runs it again later.
  *
  * @publicApi
  */
-export interface JobTaskHandler<Payload = unknown> {
-  run(payload: Payload, ctx: JobContext): Promise<unknown> | unknown;
+export interface JobTaskHandler<Payload = unknown, Result = unknown> {
+  run(payload: Payload, ctx: JobContext): Promise<Result | JobSnooze> | Result | JobSnooze;
 }
+
+/**
+ * A task's own retry delays: called with the attempt that failed (1 for the first) and its error,
+ * while the job has retries left. Returns the seconds to wait before the next attempt, or
+ * `'giveUp'` to fail the job now. A throw, or anything but a number of seconds from 0 to
+ * `MAX_RETRY_DELAY_LIMIT` or `'giveUp'`, is logged and the default backoff applies.
+ *
+ * @publicApi
+ */
+export type JobBackoff = (attempt: number, error: Error) => number | 'giveUp';
 
 /**
  * Options of `@JobTask()`.
@@ -52,6 +89,20 @@ export interface JobTaskOptions {
    * return value cross threads as JSON. Default `false`.
    */
   worker?: boolean;
+  /**
+   * Retry delays of this task's jobs instead of `2^(attempt-1) * retryBackoff` (see `JobBackoff`).
+   * For a worker task it runs in the pool thread, for the errors its handler throws; a thread that
+   * dies or does not answer is retried on the default backoff.
+   */
+  backoff?: JobBackoff;
+  /**
+   * Run each attempt in a database transaction, given to the task as `ctx.manager`, in which the
+   * attempt's end is written: the task's own writes through `ctx.manager` and the job's
+   * completion commit together, or neither does. Each running attempt holds one connection of the
+   * module's pool (or the shared `dataSource`'s) until it ends. In-process tasks only (not with
+   * `worker: true`). Default `false`.
+   */
+  transactional?: boolean;
   /**
    * Runs the task on this cron schedule, once per slot across all instances (a static schedule
    * named after the task; see `CronScheduleOptions` for the expression, zones and DST). A `Date`

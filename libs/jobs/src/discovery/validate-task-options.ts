@@ -15,6 +15,8 @@ const KNOWN_OPTIONS = new Set<string>([
   'missedSlots',
   'missedSlotGrace',
   'overlap',
+  'backoff',
+  'transactional',
 ]);
 
 /** Options that only mean something on a task with a `cron` schedule. */
@@ -43,6 +45,20 @@ export function validateTaskOptions(options: unknown, handler: string): JobTaskO
   if (options.maxRetries !== undefined) integer('maxRetries', options.maxRetries, 0);
   seconds('timeout', options.timeout, 1);
   flag('worker', options.worker, false);
+  if (options.backoff !== undefined && typeof options.backoff !== 'function') {
+    throw fail(
+      'backoff',
+      options.backoff,
+      'must be a function (attempt, error) => seconds | "giveUp"',
+    );
+  }
+  if (flag('transactional', options.transactional, false) && options.worker === true) {
+    throw fail(
+      'transactional',
+      true,
+      'cannot be combined with "worker: true": a transaction is a connection of the main thread',
+    );
+  }
   if (options.cron === undefined) {
     for (const option of CRON_ONLY_OPTIONS) {
       if (options[option] !== undefined) {

@@ -407,6 +407,64 @@ export class IrreversibleMigrationError extends JobsError {
   }
 }
 
+/**
+ * Thrown by a task to fail its job at once, whatever retries it has left: the attempt is recorded
+ * `failed` with this message and the job is not retried (an awaiting promise rejects with
+ * `JobFailedError`). For errors that no retry can fix: a payload that names nothing, a refused
+ * permission.
+ *
+ * @publicApi
+ */
+export class UnrecoverableJobError extends JobsError {}
+
+/**
+ * What `ctx.snooze(seconds)` returns: a task returns it (or throws it) to run again after `seconds`,
+ * without consuming an attempt and without a failure. Made only by `ctx.snooze`.
+ *
+ * @publicApi
+ */
+export class JobSnooze extends JobsError {
+  constructor(readonly seconds: number) {
+    super(`The task asked to run again in ${seconds}s (snoozed).`);
+  }
+}
+
+/** What a task returned cannot cross a JSON column unchanged: the attempt failed with this. */
+export class InvalidResultError extends JobsError {
+  constructor(
+    readonly path: string,
+    reason: string,
+  ) {
+    super(
+      `Job result is not JSON-serialisable: ${path} ${reason}. Return plain data (objects, arrays, strings, finite numbers, booleans, null).`,
+    );
+  }
+}
+
+/** What a task returned is larger than `maxResultBytes` as JSON: the attempt failed with this. */
+export class ResultTooLargeError extends JobsError {
+  constructor(
+    readonly bytes: number,
+    readonly maxResultBytes: number,
+  ) {
+    super(
+      `Job result is ${bytes} bytes of JSON, over maxResultBytes (${maxResultBytes}). ` +
+        'Store large output elsewhere (a table, object storage) and return its key, or raise maxResultBytes.',
+    );
+  }
+}
+
+/** A task called a `JobContext` method (`reportProgress`, `snooze`) with a value it does not take. */
+export class InvalidContextArgumentError extends JobsError {
+  constructor(
+    readonly method: string,
+    readonly value: unknown,
+    expectation: string,
+  ) {
+    super(`ctx.${method}() ${expectation}; got ${describe(value)}.`);
+  }
+}
+
 function describeDeath(exitCode: number | undefined, crash: Error | undefined): string {
   if ((crash as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
     return `ran out of memory (workerResourceLimits): ${crash!.message}`;
@@ -418,6 +476,8 @@ function describeDeath(exitCode: number | undefined, crash: Error | undefined): 
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'bigint') return `${value}n`;
+  // JSON would say null for NaN and the infinities.
+  if (typeof value === 'number') return String(value);
   if (value instanceof Date)
     return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
   if (typeof value === 'function') return 'a function';

@@ -1,7 +1,7 @@
 /**
  * What happened to a job, as seen by this instance: jobs it enqueued, started, ended, cancelled or
- * queued again (`retried`).
- * Another instance's jobs are that instance's events.
+ * queued again (`retried`). Another instance's jobs are that instance's events, but for
+ * `progress`, which every instance hears.
  *
  * @publicApi
  */
@@ -12,7 +12,9 @@ export type JobLifecycleEvent =
   | JobFailedEvent
   | JobCancelledEvent
   | JobSkippedEvent
-  | JobRetriedEvent;
+  | JobRetriedEvent
+  | JobSnoozedEvent
+  | JobProgressEvent;
 
 /** The type names of `JobLifecycleEvent`. @publicApi */
 export type JobLifecycleEventType = JobLifecycleEvent['type'];
@@ -52,6 +54,11 @@ export interface JobFailedEvent extends JobEventBase {
   readonly error: string;
   /** `true` when the job was queued again for another attempt; `false` when it failed for good. */
   readonly willRetry: boolean;
+  /**
+   * `true` when the task gave up: it threw an `UnrecoverableJobError`, or its `backoff` answered
+   * `'giveUp'`, so the job failed with retries left.
+   */
+  readonly gaveUp: boolean;
 }
 
 /** This instance cancelled the job (`cancelJob`, `cancelJobs`), queued or running. */
@@ -80,4 +87,27 @@ export interface JobSkippedEvent extends JobEventBase {
  */
 export interface JobRetriedEvent extends JobEventBase {
   readonly type: 'retried';
+}
+
+/**
+ * The task asked to run later (`ctx.snooze`): the attempt ended without a failure and the job is
+ * queued again, with its attempt unconsumed.
+ */
+export interface JobSnoozedEvent extends JobEventBase {
+  readonly type: 'snoozed';
+  readonly attempt: number;
+  readonly durationMs: number;
+  /** Seconds until the job is due again. */
+  readonly seconds: number;
+}
+
+/**
+ * A running attempt's `ctx.reportProgress` value was written (at most once per
+ * `progressInterval`). Heard on every instance, over `NOTIFY`, not only on the one running it.
+ */
+export interface JobProgressEvent extends JobEventBase {
+  readonly type: 'progress';
+  readonly attempt: number;
+  /** A number from 0 to 100, or the object the task reported. */
+  readonly progress: unknown;
 }

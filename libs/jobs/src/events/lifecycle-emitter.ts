@@ -27,6 +27,11 @@ export class LifecycleEmitter {
   private readonly listeners = new Set<Listener>();
   private readonly startedAt = new WeakMap<object, number>();
 
+  /** Whether anyone listens: work done only for an event (parsing a value) can be skipped. */
+  get listening(): boolean {
+    return this.listeners.size > 0;
+  }
+
   /** Adds a listener; returns the function that removes it. */
   listen(listener: Listener): () => void {
     this.listeners.add(listener);
@@ -64,7 +69,7 @@ export class LifecycleEmitter {
     });
   }
 
-  failed(job: Attempt, error: Error, willRetry: boolean): void {
+  failed(job: Attempt, error: Error, willRetry: boolean, gaveUp: boolean): void {
     if (this.listeners.size === 0) return;
     this.emit({
       type: 'failed',
@@ -74,6 +79,33 @@ export class LifecycleEmitter {
       durationMs: this.duration(job),
       error: error.message,
       willRetry,
+      gaveUp,
+      at: new Date(),
+    });
+  }
+
+  snoozed(job: Attempt, seconds: number): void {
+    if (this.listeners.size === 0) return;
+    this.emit({
+      type: 'snoozed',
+      id: job.id,
+      task: job.task,
+      attempt: job.attempt,
+      durationMs: this.duration(job),
+      seconds,
+      at: new Date(),
+    });
+  }
+
+  /** A running attempt's progress, written by this instance or told by another one. */
+  progress(job: Attempt, progress: unknown): void {
+    if (this.listeners.size === 0) return;
+    this.emit({
+      type: 'progress',
+      id: job.id,
+      task: job.task,
+      attempt: job.attempt,
+      progress,
       at: new Date(),
     });
   }

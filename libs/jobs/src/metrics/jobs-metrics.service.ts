@@ -42,6 +42,8 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
   private readonly skipped: Counter<'task'>;
   private readonly cancelled: Counter<'task'>;
   private readonly retried: Counter<'task'>;
+  private readonly snoozed: Counter<'task'>;
+  private readonly gaveUp: Counter<'task'>;
   private readonly duration: Histogram<'task' | 'outcome'>;
   private db?: JobsDatabase;
   private tasks?: TaskRegistry;
@@ -92,6 +94,18 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
     this.retried = new Counter({
       name: `${prefix}retried_total`,
       help: 'Jobs that had ended for good and that this instance queued again (retryJobs, the dashboard).',
+      labelNames: ['task'],
+      registers,
+    });
+    this.snoozed = new Counter({
+      name: `${prefix}snoozed_total`,
+      help: 'Job attempts on this instance whose task snoozed the job (ctx.snooze): requeued, no retry used.',
+      labelNames: ['task'],
+      registers,
+    });
+    this.gaveUp = new Counter({
+      name: `${prefix}gave_up_total`,
+      help: 'Jobs whose task gave up on this instance (UnrecoverableJobError, or backoff answered giveUp) with retries left.',
       labelNames: ['task'],
       registers,
     });
@@ -179,7 +193,12 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
         break;
       case 'failed':
         this.failed.inc({ task: event.task, final: String(!event.willRetry) });
+        if (event.gaveUp) this.gaveUp.inc({ task: event.task });
         this.duration.observe({ task: event.task, outcome: 'failed' }, event.durationMs / 1000);
+        break;
+      case 'snoozed':
+        this.snoozed.inc({ task: event.task });
+        this.duration.observe({ task: event.task, outcome: 'snoozed' }, event.durationMs / 1000);
         break;
       case 'skipped':
         this.skipped.inc({ task: event.task });

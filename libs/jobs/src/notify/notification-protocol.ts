@@ -1,7 +1,7 @@
 import type { SchemaName } from '../database/schema-name.js';
 
 /**
- * What instances tell each other over `NOTIFY`. Ids and states only, never a payload: a
+ * What instances tell each other over `NOTIFY`. Ids and states, never a payload nor a result: a
  * notification must stay under 8000 bytes, and anything listening on the channel can read it.
  */
 export type JobsNotification =
@@ -20,7 +20,44 @@ export type JobsNotification =
       readonly event: 'cancelJob';
       readonly id: string;
       readonly attempt: number;
-    };
+    }
+  | ProgressNotification;
+
+/**
+ * An attempt's progress was written by `instance`. The value comes along only when it is at most
+ * `NOTIFIED_PROGRESS_BYTES` of JSON; without it, listeners read it from history.
+ */
+export interface ProgressNotification {
+  readonly event: 'progress';
+  readonly id: string;
+  readonly task: string;
+  readonly attempt: number;
+  readonly instance: string;
+  readonly progress?: unknown;
+}
+
+/** The largest progress value, in bytes of JSON, that travels in its notification. */
+export const NOTIFIED_PROGRESS_BYTES = 1024;
+
+/** The notification of an attempt's progress, `json` being its value as written. */
+export function progressNotification(
+  job: { readonly id: string; readonly task: string; readonly attempt: number },
+  instance: string,
+  json: string,
+): string {
+  const small =
+    json.length * 3 <= NOTIFIED_PROGRESS_BYTES ||
+    Buffer.byteLength(json) <= NOTIFIED_PROGRESS_BYTES;
+  const head = JSON.stringify({
+    event: 'progress',
+    id: job.id,
+    task: job.task,
+    attempt: job.attempt,
+    instance,
+  } satisfies ProgressNotification);
+  // The value is JSON already: spliced in, not parsed and serialised again.
+  return small ? `${head.slice(0, -1)},"progress":${json}}` : head;
+}
 
 /** One channel per schema, so two apps sharing a database do not wake each other. */
 export function channelFor(schema: SchemaName): string {
@@ -36,7 +73,8 @@ export function parseNotification(payload: string | undefined): JobsNotification
     if (
       value?.event === 'newJob' ||
       value?.event === 'jobCompleted' ||
-      value?.event === 'cancelJob'
+      value?.event === 'cancelJob' ||
+      value?.event === 'progress'
     )
       return value as JobsNotification;
   } catch {

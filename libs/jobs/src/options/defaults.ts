@@ -28,3 +28,7 @@ export const DEFAULT_MISSED_SLOT_GRACE = 60;
 export const DEFAULT_HISTORY_EXPIRATION = 90000;
 /** Rows one pruning statement deletes at most. */
 export const DEFAULT_HISTORY_PRUNE_BATCH_SIZE = 1000;
+/** Bytes of JSON a task's result may take at most (1 MiB): a larger one fails its attempt. */
+export const DEFAULT_MAX_RESULT_BYTES = 1_048_576;
+/** Seconds between two progress writes of one job at most often (`ctx.reportProgress`). */
+export const DEFAULT_PROGRESS_INTERVAL = 1;

@@ -111,6 +111,19 @@ export interface JobsModuleOptions {
   historyExpiration?: number;
   /** Rows one pruning statement deletes at most, so pruning never holds long locks. Default 1000. */
   historyPruneBatchSize?: number;
+  /**
+   * Bytes a task's result (what `run()` returns, as JSON) may take at most. A larger result fails
+   * its attempt with `ResultTooLargeError`: it would be stored in `jobHistory` and read by every
+   * caller awaiting the job. Default 1048576 (1 MiB).
+   */
+  maxResultBytes?: number;
+  /**
+   * Seconds between two writes of one job's progress at most often: `ctx.reportProgress` may be
+   * called at any rate, the value is written (and its `progress` event sent) at most once per
+   * interval, and the last value is always written, at the latest when the attempt ends. `0`
+   * writes every report. Default 1.
+   */
+  progressInterval?: number;
   /** Accept `addJob` for tasks this instance has no handler for (instances that only enqueue). */
   allowUnknownTasks?: boolean;
   /** Claim and run jobs on this instance. Default `true`; `false` makes an enqueue-only instance. */

@@ -154,6 +154,16 @@ export const OPTION_TABLE = {
     1,
     'rows one pruning statement deletes at most',
   ),
+  maxResultBytes: count(
+    defaults.DEFAULT_MAX_RESULT_BYTES,
+    1,
+    "bytes of JSON a task's result may take (1 MiB); a larger one fails the attempt",
+  ),
+  progressInterval: duration(
+    defaults.DEFAULT_PROGRESS_INTERVAL,
+    "the shortest time between two writes of one job's `ctx.reportProgress` (the last value is always written)",
+    true,
+  ),
   allowUnknownTasks: toggle(false, 'accept jobs for tasks this instance has no handler for'),
   runJobs: toggle(true, '`false`: this instance only enqueues'),
   schedules: {

@@ -28,6 +28,8 @@ export interface ResolvedJobsOptions extends DatabaseOptions {
   readonly instanceTimeout: number;
   readonly shutdownTimeout: number;
   readonly promiseTimeout: number;
+  readonly maxResultBytes: number;
+  readonly progressInterval: number;
   readonly historyExpiration: number;
   readonly historyPruneBatchSize: number;
   readonly allowUnknownTasks: boolean;

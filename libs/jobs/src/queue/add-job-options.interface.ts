@@ -40,21 +40,22 @@ export interface AddJobOptions<Payload = unknown> {
 }
 
 /**
- * What `addJob` returns.
+ * What `addJob` returns; `Result` is what the job's task returns, which its `promise` resolves to.
  *
  * @publicApi
  */
-export interface AddedJob {
+export interface AddedJob<Result = unknown> {
   /** The job's id. */
   id: string;
   /** `true` when `uniqueKey` matched a pending job, whose id this is. */
   deduplicated: boolean;
   /**
-   * With `promise: true`: resolves when the job completes, rejects with `JobFailedError` when it
-   * fails with no retries left, `JobCancelledError` when it is cancelled, or
+   * With `promise: true`: resolves with the job's result (what its task returned; `undefined` when
+   * it returned nothing) when the job completes, rejects with `JobFailedError` when it fails with
+   * no retries left or its task gave up, `JobCancelledError` when it is cancelled, or
    * `JobPromiseTimeoutError` after `promiseTimeout`. When the add was deduplicated, it settles with
    * the pending job it was folded into (within `pollingCheck` of that job's end if the job was
    * added without `promise`, since its end is then not notified).
    */
-  promise?: Promise<void>;
+  promise?: Promise<Result>;
 }

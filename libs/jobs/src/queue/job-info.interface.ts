@@ -2,12 +2,20 @@
  * Where a job is: `pending` in the queue (also between retries), `active` on an instance, or
  * ended. `skipped` is a cron job that never ran: it had not started within its schedule's
  * `missedSlotGrace` after its slot, or its schedule (`overlap: 'skip'`) had a run active; its
- * `lastErrorMessage` says which.
+ * `lastErrorMessage` says which. `snoozed` is what history says of an attempt whose task asked
+ * to run later (`ctx.snooze`); the job itself is then `pending` again.
  *
  * @publicApi
  */
 export type JobState =
-  'pending' | 'active' | 'completed' | 'failed' | 'interrupted' | 'cancelled' | 'skipped';
+  | 'pending'
+  | 'active'
+  | 'completed'
+  | 'failed'
+  | 'interrupted'
+  | 'cancelled'
+  | 'skipped'
+  | 'snoozed';
 
 /**
  * A job as `getJob` reports it.
@@ -32,4 +40,12 @@ export interface JobInfo {
   lastErrorMessage: string | null;
   /** The instance that ran (or runs) the last attempt. */
   executedBy: string | null;
+  /** What the task returned, for a completed job; `null` otherwise, or when it returned nothing. */
+  result: unknown;
+  /**
+   * The last progress an attempt of the job reported (`ctx.reportProgress`): a number from 0 to 100
+   * or the object the task gave; `null` when none has. A later attempt starts from the last one's
+   * until it reports its own.
+   */
+  progress: unknown;
 }

@@ -44,6 +44,8 @@ interface AwaitedJobRow {
   readonly state: string | null;
   readonly awaitedRunning: boolean | null;
   readonly error: string | null;
+  /** A completed job's result as JSON text; SQL NULL: its task returned nothing. */
+  readonly result: string | null;
   readonly marked: number;
 }
 
@@ -87,10 +89,15 @@ export class JobQueueService {
     };
   }
 
-  /** Adds one job. Throws a `JobsError` subclass on bad input; nothing is inserted then. */
-  async addJob<Payload = unknown>(options: AddJobOptions<Payload>): Promise<AddedJob> {
+  /**
+   * Adds one job. Throws a `JobsError` subclass on bad input; nothing is inserted then. `Result`
+   * types what the job's `promise` resolves to: the return type of its task's `run`.
+   */
+  async addJob<Result = unknown, Payload = unknown>(
+    options: AddJobOptions<Payload>,
+  ): Promise<AddedJob<Result>> {
     const [added] = await this.insert([options], options?.manager, options?.notify ?? true);
-    return added;
+    return added as AddedJob<Result>;
   }
 
   /**
@@ -154,7 +161,12 @@ export class JobQueueService {
         if (row.state === null) throw new JobNotFoundError(id);
         if (row.state === 'active') return row.awaitedRunning || row.marked > 0 || undefined;
         // Ended: nothing will notify it any more.
-        this.waiters.settle({ id, state: row.state, error: row.error } satisfies JobEnding);
+        this.waiters.settle({
+          id,
+          state: row.state,
+          error: row.error,
+          result: row.result,
+        } satisfies JobEnding);
         return true;
       });
     } catch (err) {

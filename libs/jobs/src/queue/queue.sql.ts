@@ -105,12 +105,13 @@ export function queueSql({ quoted: s }: SchemaName) {
     getJob: preparedStatement(`
       SELECT j.id, j.task, 'pending' AS state, j.payload, j.priority, j.retries AS attempt,
              j."maxRetries", j."waitUntil", j."createdAt", h."startedAt", h."completedAt",
-             h."lastErrorMessage", h."executedBy"
+             h."lastErrorMessage", h."executedBy", NULL::jsonb AS result, h.progress
       FROM ${s}.jobs j LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
       WHERE j.id = $1
       UNION ALL
       SELECT h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries", NULL,
-             h."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy"
+             h."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy",
+             h.result, h.progress
       FROM ${s}."jobHistory" h
       WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)`),
 
@@ -220,7 +221,8 @@ export function queueSql({ quoted: s }: SchemaName) {
       WITH queued AS (
         SELECT awaited FROM ${s}.jobs WHERE id = $1
       ), ran AS (
-        SELECT h.state, h.awaited, h."lastErrorMessage" AS error FROM ${s}."jobHistory" h WHERE h.id = $1
+        SELECT h.state, h.awaited, h."lastErrorMessage" AS error, h.result::text AS result
+        FROM ${s}."jobHistory" h WHERE h.id = $1
       ), "markedQueued" AS (
         UPDATE ${s}.jobs SET awaited = true WHERE id = $1 AND NOT awaited RETURNING id
       ), "markedRunning" AS (
@@ -229,12 +231,17 @@ export function queueSql({ quoted: s }: SchemaName) {
       )
       SELECT (SELECT awaited FROM queued) AS queued, (SELECT state FROM ran) AS state,
              (SELECT awaited FROM ran) AS "awaitedRunning", (SELECT error FROM ran) AS error,
+             (SELECT result FROM ran) AS result,
              (SELECT count(*) FROM "markedQueued")::int + (SELECT count(*) FROM "markedRunning")::int
                AS marked`,
 
-    /** The awaited jobs among $1 that have ended for good: what a missed notification would have said. */
+    /**
+     * The awaited jobs among $1 that have ended for good: what a missed notification would have
+     * said, and what none says, a completed job's result (as JSON text, so that SQL NULL, a task
+     * that returned nothing, stays apart from a JSON null).
+     */
     endedJobs: `
-      SELECT h.id, h.state, h."lastErrorMessage" AS error
+      SELECT h.id, h.state, h."lastErrorMessage" AS error, h.result::text AS result
       FROM ${s}."jobHistory" h
       WHERE h.id = ANY($1::uuid[]) AND h.state <> 'active'
         AND NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = h.id)`,

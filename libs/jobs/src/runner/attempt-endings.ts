@@ -1,4 +1,6 @@
 import type { Logger } from '@nestjs/common';
+import type { AttemptEnding } from '../attempt/attempt-ending.js';
+import { toError } from '../common/errors.js';
 import type { JobsDatabase } from '../database/jobs-database.js';
 import type { LifecycleEmitter } from '../events/lifecycle-emitter.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
@@ -7,12 +9,21 @@ import { CompletionBatcher } from './completion-batcher.js';
 import { retryWhileUnreachable } from './retry-while-unreachable.js';
 import type { RunnerSql } from './runner.sql.js';
 import type { RunningAttempt } from './running-attempts.js';
+import type { TaskTransaction } from './task-transaction.js';
+
+type Completed = Extract<AttemptEnding, { outcome: 'completed' }>;
+type Snoozed = Extract<AttemptEnding, { outcome: 'snoozed' }>;
+type Failed = Extract<AttemptEnding, { outcome: 'failed' }>;
 
 /**
- * The writes that end an attempt whose task settled: completed (batched with the other completions
- * of the moment) or failed (and requeued while retries remain). Each is fenced by the attempt: a
+ * The writes that end an attempt whose task settled: completed with its result (batched with the
+ * other completions of the moment), snoozed (queued again, the attempt unconsumed) or failed (and
+ * requeued while retries remain and the task did not give up). Each is fenced by the attempt: a
  * write for an attempt that was reaped or released meanwhile changes nothing and is reported. Only
  * a write that took tells the job's events and whoever awaits the job.
+ *
+ * A `transactional` task's completion or snooze is written in its transaction, which commits only
+ * if the write took: a fenced write rolls the task's own writes back with it.
  */
 export class AttemptEndings {
   private readonly completions: CompletionBatcher;
@@ -29,37 +40,124 @@ export class AttemptEndings {
     this.completions = new CompletionBatcher(db, sql.complete, channel);
   }
 
-  async succeeded(attempt: RunningAttempt): Promise<void> {
-    const { job } = attempt;
-    const { value: recorded, retried } = await this.write(attempt, 'the completion', () =>
-      this.completions.complete(job),
-    );
-    if (!recorded) return this.reportFenced(attempt, 'completed', retried);
-    this.events.completed(job);
-    this.waiters.settle({ id: job.id, state: 'completed' });
+  /** Writes `ending`, in `transaction` when the task had one (never a failed ending's). */
+  record(
+    attempt: RunningAttempt,
+    ending: AttemptEnding,
+    transaction?: TaskTransaction,
+  ): Promise<void> {
+    if (transaction && ending.outcome !== 'failed') {
+      return this.inTransaction(attempt, ending, transaction);
+    }
+    switch (ending.outcome) {
+      case 'completed':
+        return this.completed(attempt, ending);
+      case 'snoozed':
+        return this.snoozed(attempt, ending);
+      case 'failed':
+        return this.failed(attempt, ending);
+    }
   }
 
-  async failed(attempt: RunningAttempt, failure: Error): Promise<void> {
+  private async completed(attempt: RunningAttempt, ending: Completed): Promise<void> {
+    const { job } = attempt;
+    const { value: recorded, retried } = await this.write(attempt, 'the completion', () =>
+      this.completions.complete(job, ending.result),
+    );
+    if (!recorded) return this.reportFenced(attempt, 'completed', retried);
+    this.tellCompleted(attempt, ending);
+  }
+
+  private async snoozed(attempt: RunningAttempt, ending: Snoozed): Promise<void> {
+    const { value: rows, retried } = await this.write(attempt, 'the snooze', () =>
+      this.db.query(this.sql.snooze, this.snoozeValues(attempt, ending)),
+    );
+    if (rows.length === 0) return this.reportFenced(attempt, 'snoozed', retried);
+    this.events.snoozed(attempt.job, ending.seconds);
+  }
+
+  private async failed(attempt: RunningAttempt, { error, retry }: Failed): Promise<void> {
     const { job } = attempt;
     const { value: rows, retried: writeRetried } = await this.write(attempt, 'the failure', () =>
       this.db.query<{ retried: boolean }>(this.sql.fail, [
         job.id,
         this.channel,
         job.attempt,
-        failure.message,
+        error.message,
         this.options.retryBackoff,
         this.options.instanceId,
         this.options.maxRetryDelay,
+        retry.delay ?? null,
+        retry.giveUp,
       ]),
     );
     if (rows.length === 0) return this.reportFenced(attempt, 'failed', writeRetried);
     const retried = rows[0].retried;
-    this.events.failed(job, failure, retried);
+    const gaveUp = retry.giveUp && job.attempt <= job.maxRetries;
+    this.events.failed(job, error, retried, gaveUp);
     this.logger.warn(
-      `Job ${job.id} (${job.task}) failed on attempt ${job.attempt}: ${failure.message}` +
-        (retried ? '; retrying.' : '; no retries left.'),
+      `Job ${job.id} (${job.task}) failed on attempt ${job.attempt}: ${error.message}` +
+        (retried ? '; retrying.' : gaveUp ? '; the task gave up.' : '; no retries left.'),
     );
-    if (!retried) this.waiters.settle({ id: job.id, state: 'failed', error: failure.message });
+    if (!retried) this.waiters.settle({ id: job.id, state: 'failed', error: error.message });
+  }
+
+  /**
+   * Writes the ending in the task's transaction and commits both, or neither. Not retried when the
+   * database is unreachable: the transaction died with its connection, and the task's writes with
+   * it. Whatever stops the commit (a statement the task broke, a lost connection) fails the attempt
+   * instead, through the ordinary fenced write: if the commit did happen after all, that write is
+   * fenced out and the completion stands.
+   */
+  private async inTransaction(
+    attempt: RunningAttempt,
+    ending: Completed | Snoozed,
+    transaction: TaskTransaction,
+  ): Promise<void> {
+    const { job } = attempt;
+    let rows: unknown[];
+    try {
+      rows =
+        ending.outcome === 'completed'
+          ? await transaction.query(this.sql.complete, [
+              [job.id],
+              this.channel,
+              [job.attempt],
+              [ending.result],
+            ])
+          : await transaction.query(this.sql.snooze, this.snoozeValues(attempt, ending));
+    } catch (err) {
+      await transaction.rollback();
+      return this.failedToCommit(attempt, err);
+    }
+    if (rows.length === 0) {
+      await transaction.rollback();
+      return this.reportFenced(attempt, ending.outcome, false);
+    }
+    try {
+      await transaction.commit();
+    } catch (err) {
+      return this.failedToCommit(attempt, err);
+    }
+    if (ending.outcome === 'completed') this.tellCompleted(attempt, ending);
+    else this.events.snoozed(job, ending.seconds);
+  }
+
+  private failedToCommit(attempt: RunningAttempt, err: unknown): Promise<void> {
+    const error = new Error(
+      `The transaction of the task could not commit with the end of its attempt: ${toError(err).message}`,
+      { cause: err },
+    );
+    return this.failed(attempt, { outcome: 'failed', error, retry: { giveUp: false } });
+  }
+
+  private tellCompleted({ job }: RunningAttempt, { result }: Completed): void {
+    this.events.completed(job);
+    this.waiters.settle({ id: job.id, state: 'completed', result });
+  }
+
+  private snoozeValues({ job }: RunningAttempt, { seconds }: Snoozed): unknown[] {
+    return [job.id, job.attempt, seconds, this.options.instanceId];
   }
 
   /**

@@ -4,6 +4,8 @@ import type { ClaimedJob } from './runner.sql.js';
 
 interface PendingCompletion {
   readonly job: ClaimedJob;
+  /** The result as JSON text, `null` when the task returned nothing. */
+  readonly result: string | null;
   resolve(recorded: boolean): void;
   reject(err: unknown): void;
 }
@@ -26,9 +28,9 @@ export class CompletionBatcher {
   ) {}
 
   /** Resolves `true` once recorded, `false` if the attempt was no longer the active one (fenced). */
-  complete(job: ClaimedJob): Promise<boolean> {
+  complete(job: ClaimedJob, result: string | null): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ job, resolve, reject });
+      this.pending.push({ job, result, resolve, reject });
       if (!this.flushing) {
         this.flushing = true;
         // Let the completions of this turn join the batch.
@@ -46,6 +48,7 @@ export class CompletionBatcher {
           batch.map((entry) => entry.job.id),
           this.channel,
           batch.map((entry) => entry.job.attempt),
+          batch.map((entry) => entry.result),
         ]);
         const recorded = new Set(rows.map((row) => row.id));
         for (const entry of batch) entry.resolve(recorded.has(entry.job.id));

@@ -8,12 +8,14 @@ import { TaskRegistry } from '../discovery/task-registry.js';
 import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
 import type { SkipReason } from '../events/job-lifecycle-event.interface.js';
 import { channelFor } from '../notify/notification-protocol.js';
+import type { ProgressNotification } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
 import { JobsTelemetry } from '../telemetry/jobs-telemetry.js';
 import { WorkerPool } from '../worker-pool/worker-pool.service.js';
 import { AttemptEndings } from './attempt-endings.js';
+import { AttemptProgress } from './attempt-progress.js';
 import { runnerSql } from './runner.sql.js';
 import type { ClaimedJob, ClaimRow, RunnerSql } from './runner.sql.js';
 import { RunningAttempts } from './running-attempts.js';
@@ -65,6 +67,7 @@ export class JobRunner {
   private readonly cancelPoll: Tick;
   private readonly tasks: TaskExecutor;
   private readonly endings: AttemptEndings;
+  private readonly progress: AttemptProgress;
   private readonly shutdown: ShutdownDrain;
   private claimInFlight?: Promise<void>;
   private claimScheduled = false;
@@ -84,7 +87,15 @@ export class JobRunner {
   ) {
     this.sql = runnerSql(db.schema);
     const channel = channelFor(db.schema);
-    this.tasks = new TaskExecutor(options, registry, workerPool);
+    this.progress = new AttemptProgress(options, db, this.sql, channel, events, this.logger);
+    this.tasks = new TaskExecutor(
+      options,
+      db,
+      registry,
+      workerPool,
+      (attempt, json) => this.progress.report(attempt, json),
+      this.logger,
+    );
     this.endings = new AttemptEndings(options, db, this.sql, channel, waiters, events, this.logger);
     this.shutdown = new ShutdownDrain(options, db, this.sql, this.running, this.logger);
     this.poll = new Tick(
@@ -139,6 +150,11 @@ export class JobRunner {
         if (this.wakeRequested) this.wake();
       });
     });
+  }
+
+  /** Another instance told of an attempt's progress: this one's listeners hear it too. */
+  progressHeard(notification: ProgressNotification): void {
+    this.progress.heard(notification);
   }
 
   /**
@@ -273,13 +289,14 @@ export class JobRunner {
 
   private async execute(attempt: RunningAttempt): Promise<void> {
     const { job } = attempt;
-    const { failure, stray } = this.telemetry.enabled
+    const { ending, stray, transaction } = this.telemetry.enabled
       ? await this.telemetry.process(job, () => this.tasks.run(attempt))
       : await this.tasks.run(attempt);
     attempt.ended = true;
     if (stray) {
+      const reason = ending.outcome === 'failed' ? ` (${ending.error.message})` : '';
       this.logger.warn(
-        `Job ${job.id} (${job.task}, attempt ${job.attempt}) was aborted (${failure?.message}) but its task ` +
+        `Job ${job.id} (${job.task}, attempt ${job.attempt}) was aborted${reason} but its task ` +
           'ignores ctx.signal and is still running; it keeps its slot of concurrency until it settles.',
       );
     }
@@ -287,16 +304,19 @@ export class JobRunner {
       this.executing--;
       if (this.backlog) this.wake();
     });
-    if (attempt.released) return;
-    if (attempt.cancelled) {
-      this.logger.log(
-        `Job ${job.id} (${job.task}, attempt ${job.attempt}) was cancelled while running.`,
-      );
+    if (attempt.released || attempt.cancelled) {
+      this.progress.discard(attempt);
+      await transaction?.rollback();
+      if (attempt.cancelled) {
+        this.logger.log(
+          `Job ${job.id} (${job.task}, attempt ${job.attempt}) was cancelled while running.`,
+        );
+      }
       return;
     }
     try {
-      if (failure) await this.endings.failed(attempt, failure);
-      else await this.endings.succeeded(attempt);
+      if (attempt.progress) await this.progress.flush(attempt, transaction);
+      await this.endings.record(attempt, ending, transaction);
     } catch (err) {
       // The database refused to hear how the attempt went; the history row still says active,
       // which is what the reaper looks for.

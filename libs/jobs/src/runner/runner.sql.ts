@@ -169,16 +169,18 @@ export function runnerSql({ quoted: s }: SchemaName) {
 
     /**
      * Records a batch of successful attempts in one statement (one commit for many jobs: commits,
-     * not statements, are what a busy queue waits on). Returns the ids that were still active; the
-     * others were fenced out.
+     * not statements, are what a busy queue waits on), each with its result: JSON text, or NULL
+     * for a task that returned nothing (most: no JSON work, a NULL in the array). Returns the ids
+     * that were still active; the others were fenced out. A result never travels in the
+     * notification: whoever waits reads it from history.
      *
-     * $1 id[] $2 channel $3 attempt[]
+     * $1 id[] $2 channel $3 attempt[] $4 result[]
      */
     complete: preparedStatement(`
       WITH done AS (
         UPDATE ${s}."jobHistory" h
-        SET state = 'completed', "completedAt" = now(), "updatedAt" = now()
-        FROM unnest($1::uuid[], $3::int[]) AS c(id, attempt)
+        SET state = 'completed', result = c.result, "completedAt" = now(), "updatedAt" = now()
+        FROM unnest($1::uuid[], $3::int[], $4::jsonb[]) AS c(id, attempt, result)
         WHERE h.id = c.id AND h.attempt = c.attempt AND h.state = 'active'
         RETURNING h.id, h.state, h."lastErrorMessage", h.awaited
       )
@@ -186,12 +188,14 @@ export function runnerSql({ quoted: s }: SchemaName) {
       FROM done`),
 
     /**
-     * Records a failed attempt and, while retries remain, puts the job back with its backoff:
+     * Records a failed attempt and, while retries remain and the task did not give up ($9), puts
+     * the job back after the task's own delay ($8, from its `backoff`) or the default backoff:
      * `2^(attempt-1) * $5` seconds, at most $7. The exponent is capped before the power is taken:
      * with many retries the power alone overflows, and the failure could not be written at all.
      * Only the final failure is worth telling a waiting caller.
      *
      * $1 id $2 channel $3 attempt $4 error message $5 retryBackoff $6 requeuedBy $7 maxRetryDelay
+     * $8 delay (seconds, NULL: the default backoff) $9 giveUp
      */
     fail: preparedStatement(`
       WITH failed AS (
@@ -203,15 +207,58 @@ export function runnerSql({ quoted: s }: SchemaName) {
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
                                "isScheduled", awaited, "createdBy", "createdAt", "traceContext")
         SELECT id, task, payload, priority,
-               now() + make_interval(secs => LEAST(power(2, LEAST(attempt - 1, 60)) * $5, $7)),
+               now() + make_interval(secs => COALESCE($8::float8,
+                                                      LEAST(power(2, LEAST(attempt - 1, 60)) * $5, $7))),
                attempt, "maxRetries", "wasScheduled", awaited, $6, "createdAt", "traceContext"
-        FROM failed WHERE attempt <= "maxRetries"
+        FROM failed WHERE attempt <= "maxRetries" AND NOT $9::bool
         RETURNING id
       )
       SELECT id, (SELECT count(*) FROM retried) > 0 AS retried,
              (SELECT count(*) FROM (SELECT ${notifyEnd('failed')} FROM failed
                                     WHERE awaited AND NOT EXISTS (SELECT 1 FROM retried)) n) AS told
       FROM failed`),
+
+    /**
+     * Ends an attempt whose task asked to run later (`ctx.snooze`): history says `snoozed` and the
+     * job is queued again, due in $3 seconds, with the retries it had, so the next attempt has the
+     * same number. Fenced like every ending, and to the instance that ran it ($4): the attempt
+     * number is reused, so a repeat of this write (its first answer lost) must not snooze an
+     * attempt another instance has claimed since.
+     *
+     * $1 id $2 attempt $3 seconds $4 executedBy (and requeuedBy)
+     */
+    snooze: preparedStatement(`
+      WITH snoozed AS (
+        UPDATE ${s}."jobHistory"
+        SET state = 'snoozed', "updatedAt" = now()
+        WHERE id = $1 AND attempt = $2 AND state = 'active' AND "executedBy" = $4
+        RETURNING *
+      )
+      INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
+                             "isScheduled", awaited, "createdBy", "createdAt", "traceContext")
+      SELECT id, task, payload, priority, now() + make_interval(secs => $3::float8), attempt - 1,
+             "maxRetries", "wasScheduled", awaited, $4, "createdAt", "traceContext"
+      FROM snoozed
+      RETURNING id`),
+
+    /**
+     * Writes an active attempt's progress and tells every instance ($5, built by the caller: it
+     * carries the value only when small enough for a notification). Fenced: a late write of an
+     * attempt that ended changes nothing.
+     *
+     * $1 id $2 attempt $3 progress $4 channel $5 notification
+     */
+    progress: preparedStatement(`
+      WITH written AS (
+        UPDATE ${s}."jobHistory" SET progress = $3::jsonb
+        WHERE id = $1 AND attempt = $2 AND state = 'active'
+        RETURNING id
+      )
+      SELECT id, (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM written) n) AS told
+      FROM written`),
+
+    /** The progress an attempt wrote, for listeners whose notification was too small to carry it. */
+    progressOf: `SELECT progress::text AS progress FROM ${s}."jobHistory" WHERE id = $1 AND attempt = $2`,
 
     /**
      * Gives attempts back unconsumed (shutdown): each job is due again at once, with the retries it

@@ -1,4 +1,5 @@
 import type { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
+import type { ProgressState } from './attempt-progress.js';
 import type { ClaimedJob } from './runner.sql.js';
 
 /** An attempt this instance claimed and has not written the ending of yet. */
@@ -11,6 +12,8 @@ export interface RunningAttempt {
   cancelled: boolean;
   /** The attempt's outcome is known (its task settled, or it was aborted): only its write is left. */
   ended: boolean;
+  /** Its progress, once its task reported some. */
+  progress?: ProgressState;
 }
 
 /**

@@ -1,72 +1,115 @@
+import type { Logger } from '@nestjs/common';
+import { endingOfReturn, endingOfThrow } from '../attempt/attempt-ending.js';
+import type { AttemptEnding } from '../attempt/attempt-ending.js';
+import { createJobContext } from '../attempt/job-context.js';
 import { runWithTimeout } from '../attempt/run-with-timeout.js';
-import { toError } from '../common/errors.js';
+import type { JobsDatabase } from '../database/jobs-database.js';
+import type { JobBackoff } from '../discovery/job-task.interfaces.js';
 import type { TaskRegistry } from '../discovery/task-registry.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { WorkerPool } from '../worker-pool/worker-pool.service.js';
+import { fromThread } from '../worker-pool/worker-dispatcher.js';
+import type { WorkerJobOutcome } from '../worker-pool/worker-protocol.js';
 import type { RunningAttempt } from './running-attempts.js';
+import { TaskTransaction } from './task-transaction.js';
 
 /** What running one attempt's task came to. */
 export interface TaskOutcome {
-  readonly failure?: Error;
+  readonly ending: AttemptEnding;
   /**
    * An in-process task that was aborted (timeout, shutdown) and has not settled: it cannot be
    * stopped, so it keeps its slot until it does.
    */
   readonly stray?: Promise<void>;
+  /** A `transactional` task's transaction, open, for its completion or snooze to be written in. */
+  readonly transaction?: TaskTransaction;
 }
 
 /**
- * Runs an attempt's task under its timeout, in-process or in the worker pool, and says how it went:
- * it never throws, since a task's failure is recorded on the job and must not escape into the loop.
+ * Runs an attempt's task under its timeout, in-process or in the worker pool, and says how it
+ * ended: it never throws, since a task's failure is recorded on the job and must not escape into
+ * the loop. `progress` hears what the task reports.
  */
 export class TaskExecutor {
   constructor(
     private readonly options: ResolvedJobsOptions,
+    private readonly db: JobsDatabase,
     private readonly registry: TaskRegistry,
     private readonly workerPool: WorkerPool,
+    private readonly progress: (attempt: RunningAttempt, json: string) => void,
+    private readonly logger: Logger,
   ) {}
 
-  async run({ job, controller }: RunningAttempt): Promise<TaskOutcome> {
+  async run(attempt: RunningAttempt): Promise<TaskOutcome> {
+    const { job } = attempt;
     const task = this.registry.get(job.task);
     if (!task) {
-      return {
-        failure: new Error(
-          `No handler for task "${job.task}" on instance ${this.options.instanceId}.`,
-        ),
-      };
+      const error = new Error(
+        `No handler for task "${job.task}" on instance ${this.options.instanceId}.`,
+      );
+      return { ending: this.threw(attempt, error) };
     }
     const timeout = task.options.timeout ?? this.options.taskTimeout;
-    const { handler } = task;
+    const { handler, options } = task;
+    // A worker task's handler lives in the pool threads, which stop a thread that does not answer.
+    if (!handler) return this.runInThread(attempt, timeout);
+    let transaction: TaskTransaction | undefined;
     try {
-      // A worker task's handler lives in the pool threads, which stop a thread that does not answer.
-      if (!handler) await this.workerPool.run(job, timeout, controller);
-      else {
-        let settled = false;
-        // Through a promise, so that a task that throws synchronously rejects like one that rejects.
-        const running = Promise.resolve()
-          .then(() =>
-            handler.run(job.payload, {
-              id: job.id,
-              task: job.task,
-              attempt: job.attempt,
-              maxRetries: job.maxRetries,
-              get signal() {
-                return controller.signal;
-              },
-            }),
-          )
-          .finally(() => (settled = true));
-        try {
-          await runWithTimeout(running, timeout, controller);
-        } catch (err) {
-          const stray = settled ? undefined : running.then(noop, noop);
-          return { failure: toError(err), stray };
-        }
-      }
-      return {};
+      if (options.transactional) transaction = await TaskTransaction.begin(this.db);
     } catch (err) {
-      return { failure: toError(err) };
+      return { ending: this.threw(attempt, err) };
     }
+    const { controller } = attempt;
+    const ctx = createJobContext(job, {
+      signal: () => controller.signal,
+      progress: (json) => this.progress(attempt, json),
+      manager: transaction?.manager,
+    });
+    let settled = false;
+    // Through a promise, so that a task that throws synchronously rejects like one that rejects.
+    const running = Promise.resolve()
+      .then(() => handler.run(job.payload, ctx))
+      .finally(() => (settled = true));
+    let ending: AttemptEnding;
+    try {
+      ending = endingOfReturn(
+        await runWithTimeout(running, timeout, controller),
+        this.options.maxResultBytes,
+      );
+    } catch (err) {
+      ending = this.threw(attempt, err, options.backoff);
+    }
+    if (!settled) {
+      const stray = running.then(noop, noop);
+      await transaction?.abandon(stray);
+      return { ending, stray };
+    }
+    if (ending.outcome === 'failed') {
+      await transaction?.rollback();
+      return { ending };
+    }
+    return { ending, transaction };
+  }
+
+  private async runInThread(attempt: RunningAttempt, timeout: number): Promise<TaskOutcome> {
+    let outcome: WorkerJobOutcome;
+    try {
+      outcome = await this.workerPool.run(attempt.job, timeout, attempt.controller, (json) =>
+        this.progress(attempt, json),
+      );
+    } catch (err) {
+      // The thread died, did not answer, or the attempt was aborted: its backoff is out of reach.
+      return { ending: this.threw(attempt, err) };
+    }
+    if (outcome.progress !== undefined) this.progress(attempt, outcome.progress);
+    const { ending } = outcome;
+    return {
+      ending: ending.outcome === 'failed' ? { ...ending, error: fromThread(ending.error) } : ending,
+    };
+  }
+
+  private threw({ job }: RunningAttempt, thrown: unknown, backoff?: JobBackoff): AttemptEnding {
+    return endingOfThrow(thrown, job, backoff, (message) => this.logger.warn(message));
   }
 }
 

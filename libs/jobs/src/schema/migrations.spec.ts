@@ -29,6 +29,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       6: '2693733fb4f2',
       7: 'a1f5575d1137',
       8: 'dd0360c5335d',
+      9: 'cb6ddce3fb64',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [

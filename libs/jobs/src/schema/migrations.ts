@@ -256,6 +256,21 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE ${s}."jobHistory" ADD COLUMN "traceContext" jsonb;
     `,
   },
+  {
+    version: 9,
+    name: "a job's result and progress, and the snoozed state",
+    sql: ({ quoted: s }) => `
+      -- What the completed attempt's task returned (NULL: nothing), and the last progress the latest
+      -- attempt that reported one wrote. Nullable without defaults: adding them rewrites nothing.
+      ALTER TABLE ${s}."jobHistory" ADD COLUMN result jsonb, ADD COLUMN progress jsonb;
+      -- snoozed: the task asked to run later; the job is queued again with its attempt unconsumed.
+      -- NOT VALID, as in migration 6: the states it replaces are a subset, and validating would scan
+      -- all of history under this transaction's exclusive lock.
+      ALTER TABLE ${s}."jobHistory" DROP CONSTRAINT "jobHistory_state_check";
+      ALTER TABLE ${s}."jobHistory" ADD CONSTRAINT "jobHistory_state_check"
+        CHECK (state IN ('active', 'completed', 'failed', 'interrupted', 'cancelled', 'skipped', 'snoozed')) NOT VALID;
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */

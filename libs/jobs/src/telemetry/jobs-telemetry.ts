@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 // Types only, erased from the build: the package itself is imported lazily, when it is installed.
 import type * as OpenTelemetry from '@opentelemetry/api';
 import type { Span } from '@opentelemetry/api';
+import type { AttemptEnding } from '../attempt/attempt-ending.js';
 import { toError } from '../common/errors.js';
 
 type OpenTelemetryApi = typeof OpenTelemetry;
@@ -131,10 +132,11 @@ export class JobsTelemetry {
   }
 
   /**
-   * Runs an attempt (`run` never throws: a task's failure is its outcome's `failure`) in a consumer
-   * span under the context stored at its enqueue, so that spans the task makes are its children.
+   * Runs an attempt (`run` never throws: a task's failure is its outcome's `failed` ending) in a
+   * consumer span under the context stored at its enqueue, so that spans the task makes are its
+   * children.
    */
-  async process<Outcome extends { readonly failure?: Error }>(
+  async process<Outcome extends { readonly ending: AttemptEnding }>(
     job: TracedAttempt,
     run: () => Promise<Outcome>,
   ): Promise<Outcome> {
@@ -159,7 +161,7 @@ export class JobsTelemetry {
     );
     try {
       const outcome = await api.context.with(api.trace.setSpan(parent, span), run);
-      if (outcome.failure) this.recordFailure(api, span, outcome.failure);
+      if (outcome.ending.outcome === 'failed') this.recordFailure(api, span, outcome.ending.error);
       return outcome;
     } finally {
       span.end();

@@ -81,6 +81,10 @@ export class JobHistoryEntity {
   @column('updatedAt', 'timestamptz') updatedAt!: Date;
   /** The W3C trace context of the span that enqueued the job (the `telemetry` option). */
   @column('traceContext', 'jsonb', true) traceContext!: Record<string, string> | null;
+  /** What the completed attempt's task returned; `null` for nothing. */
+  @column('result', 'jsonb', true) result!: unknown;
+  /** The last progress the latest attempt reported (`ctx.reportProgress`). */
+  @column('progress', 'jsonb', true) progress!: unknown;
 }
 
 /**

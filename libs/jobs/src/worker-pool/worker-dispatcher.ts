@@ -28,7 +28,7 @@ import {
   STARTED_NO,
   whenChanged,
 } from './worker-protocol.js';
-import type { WorkerJobRequest } from './worker-protocol.js';
+import type { WorkerJobOutcome, WorkerJobRequest } from './worker-protocol.js';
 
 /** The poolifier pool, dynamic or fixed (a fixed pool is the dynamic one's base class). */
 export type ThreadPool = FixedThreadPool<WorkerJobRequest | undefined, unknown>;
@@ -77,9 +77,13 @@ export class WorkerDispatcher {
    * the thread starts the task) aborts the task's signal, and `controller` may abort it sooner (at
    * shutdown, or on a cancel); the thread then has `workerTimeoutGrace` to answer, after which the attempt fails as
    * unresponsive and the thread is terminated. Settles with the abort reason once aborted, like an
-   * in-process task.
+   * in-process task; otherwise with the thread's account of how the task ended.
    */
-  async run(job: AttemptJob, timeout: number, controller: AttemptAbortController): Promise<void> {
+  async run(
+    job: AttemptJob,
+    timeout: number,
+    controller: AttemptAbortController,
+  ): Promise<WorkerJobOutcome> {
     const control = new Int32Array(
       new SharedArrayBuffer(CONTROL_SLOTS * Int32Array.BYTES_PER_ELEMENT),
     );
@@ -90,6 +94,7 @@ export class WorkerDispatcher {
       attempt: job.attempt,
       maxRetries: job.maxRetries,
       timeout,
+      maxResultBytes: this.options.maxResultBytes,
       control: control.buffer as SharedArrayBuffer,
     };
     const { signal } = controller;
@@ -109,7 +114,7 @@ export class WorkerDispatcher {
     answer.catch(() => undefined);
     try {
       await this.untilStarted(control, answer, signal);
-      await runWithTimeout(answer, timeout, controller);
+      return (await runWithTimeout(answer, timeout, controller)) as WorkerJobOutcome;
     } catch (err) {
       if (!signal.aborted || !dispatch) throw err;
       if (await settlesWithin(answer, this.options.workerTimeoutGrace * 1000)) {
@@ -285,10 +290,11 @@ export class WorkerDispatcher {
 }
 
 /**
- * A task's error, structured-cloned out of its thread. Its prototype is the receiving realm's
- * `Error`, which is not the caller's under a VM sandbox (Jest), so it is rebuilt from its fields.
+ * A task's error, structured-cloned out of its thread (or its fields, as a `WorkerJobOutcome`
+ * carries them). A cloned error's prototype is the receiving realm's `Error`, which is not the
+ * caller's under a VM sandbox (Jest), so it is rebuilt from its fields.
  */
-function fromThread(thrown: unknown): Error {
+export function fromThread(thrown: unknown): Error {
   if (thrown instanceof Error) return thrown;
   const { message, name, stack } = (thrown ?? {}) as {
     message?: unknown;

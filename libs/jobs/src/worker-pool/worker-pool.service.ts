@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { BroadcastChannel } from 'node:worker_threads';
 import type { Worker } from 'node:worker_threads';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DynamicThreadPool, FixedThreadPool } from 'poolifier';
@@ -12,7 +14,12 @@ import { WorkerDispatcher } from './worker-dispatcher.js';
 import type { ThreadPool } from './worker-dispatcher.js';
 import { resolveWorkerEntry } from './worker-entry.js';
 import { DESCRIBE_TASKS } from './worker-protocol.js';
-import type { WorkerTaskDescriptions, WorkerThreadData } from './worker-protocol.js';
+import type {
+  WorkerJobOutcome,
+  WorkerProgressMessage,
+  WorkerTaskDescriptions,
+  WorkerThreadData,
+} from './worker-protocol.js';
 
 /**
  * The poolifier thread pool that runs `@JobTask({ worker: true })` tasks, with what poolifier 5.3.2
@@ -30,6 +37,9 @@ export class WorkerPool {
   private pool?: ThreadPool;
   private readonly threads: ThreadRegistry;
   private readonly dispatcher: WorkerDispatcher;
+  /** Where each running attempt's `ctx.reportProgress` values go, by `id:attempt`. */
+  private readonly progressListeners = new Map<string, (json: string) => void>();
+  private progressChannel?: BroadcastChannel;
   private stopping?: Promise<void>;
 
   constructor(@Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions) {
@@ -54,9 +64,18 @@ export class WorkerPool {
     const { workerModule, workers, workerResourceLimits, workerExecArgv } = this.options;
     if (!workerModule) return [];
     const entry = resolveWorkerEntry(workerExecArgv);
+    const progressChannel = new BroadcastChannel(`nestjs-pg-jobs:progress:${randomUUID()}`);
+    progressChannel.onmessage = (event) => {
+      const { id, attempt, progress } = (event as { data: WorkerProgressMessage }).data;
+      this.progressListeners.get(`${id}:${attempt}`)?.(progress);
+    };
+    // The pool's threads keep the process alive while they run; the channel must not on its own.
+    progressChannel.unref();
+    this.progressChannel = progressChannel;
     const workerData: WorkerThreadData = {
       moduleUrl: workerModule.url,
       exportName: workerModule.exportName,
+      progressChannel: progressChannel.name,
     };
     const { threads } = this;
     const poolOptions = {
@@ -105,9 +124,24 @@ export class WorkerPool {
     }
   }
 
-  /** Runs one attempt in a thread: see `WorkerDispatcher.run`. */
-  run(job: AttemptJob, timeout: number, controller: AttemptAbortController): Promise<void> {
-    return this.dispatcher.run(job, timeout, controller);
+  /**
+   * Runs one attempt in a thread (see `WorkerDispatcher.run`); `onProgress` hears the values its
+   * task reports while it runs, as JSON (the last one also comes with the outcome).
+   */
+  async run(
+    job: AttemptJob,
+    timeout: number,
+    controller: AttemptAbortController,
+    onProgress?: (json: string) => void,
+  ): Promise<WorkerJobOutcome> {
+    if (!onProgress) return this.dispatcher.run(job, timeout, controller);
+    const key = `${job.id}:${job.attempt}`;
+    this.progressListeners.set(key, onProgress);
+    try {
+      return await this.dispatcher.run(job, timeout, controller);
+    } finally {
+      this.progressListeners.delete(key);
+    }
   }
 
   /**
@@ -119,6 +153,7 @@ export class WorkerPool {
     this.stopping ??= (async () => {
       this.dispatcher.close();
       this.threads.failAll(() => new WorkerPoolStoppedError());
+      this.progressChannel?.close();
       await this.pool
         ?.destroy()
         .catch((err: unknown) =>

@@ -1,3 +1,4 @@
+import type { AttemptEnding, RetryDecision } from '../attempt/attempt-ending.js';
 import type { JobTaskOptions } from '../discovery/job-task.interfaces.js';
 
 /**
@@ -34,6 +35,8 @@ export interface WorkerThreadData {
   readonly moduleUrl: string;
   /** Export to boot; the only exported Nest module when unset. */
   readonly exportName?: string;
+  /** Name of the `BroadcastChannel` on which threads send `ctx.reportProgress` values. */
+  readonly progressChannel: string;
 }
 
 export interface WorkerJobRequest {
@@ -44,6 +47,8 @@ export interface WorkerJobRequest {
   readonly maxRetries: number;
   /** Seconds of `taskTimeout` for this attempt: the thread builds its `JobTimeoutError` from it. */
   readonly timeout: number;
+  /** The module's `maxResultBytes`: the thread checks the result it sends back. */
+  readonly maxResultBytes: number;
   /**
    * `CONTROL_SLOTS` int32 slots. The thread stores its `threadId` in `CONTROL_THREAD` the moment it
    * starts the job (so the main thread knows whose death ends it); the main thread stores an abort
@@ -79,3 +84,35 @@ export async function whenChanged(
 
 /** A thread's answer to `DESCRIBE_TASKS`: the worker tasks its module provides. */
 export type WorkerTaskDescriptions = JobTaskOptions[];
+
+/** The fields of a task's error that cross back: its class does not (a thread's realm is its own). */
+export interface ThreadErrorFields {
+  readonly name: string;
+  readonly message: string;
+  readonly stack?: string;
+}
+
+/**
+ * A thread's answer to `RUN_TASK` once the handler ran: how the attempt ended, decided in the
+ * thread (where the result is checked and the task's `backoff` lives), and the last progress value.
+ * Progress messages travel on their own channel, which may deliver them after this answer: the
+ * last one comes with it, so that it is never lost.
+ */
+export interface WorkerJobOutcome {
+  readonly ending:
+    | Exclude<AttemptEnding, { outcome: 'failed' }>
+    | {
+        readonly outcome: 'failed';
+        readonly error: ThreadErrorFields;
+        readonly retry: RetryDecision;
+      };
+  readonly progress?: string;
+}
+
+/** A `ctx.reportProgress` value sent from a thread on `WorkerThreadData.progressChannel`. */
+export interface WorkerProgressMessage {
+  readonly id: string;
+  readonly attempt: number;
+  /** The value as JSON, checked in the thread. */
+  readonly progress: string;
+}

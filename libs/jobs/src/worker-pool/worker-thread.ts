@@ -4,11 +4,14 @@
  * same registry the main thread uses, and runs jobs by task name with their injected dependencies.
  */
 import 'reflect-metadata';
-import { threadId, workerData } from 'node:worker_threads';
+import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import type { INestApplicationContext, Type } from '@nestjs/common';
-import { Module } from '@nestjs/common';
+import { Logger, Module } from '@nestjs/common';
 import { DiscoveryModule, NestFactory } from '@nestjs/core';
 import { ThreadWorker } from 'poolifier';
+import { endingOfReturn, endingOfThrow } from '../attempt/attempt-ending.js';
+import type { AttemptEnding } from '../attempt/attempt-ending.js';
+import { createJobContext } from '../attempt/job-context.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JobCancelledError, JobsShutdownError, JobTimeoutError } from '../errors/jobs.errors.js';
 import {
@@ -26,7 +29,9 @@ import {
   whenChanged,
 } from './worker-protocol.js';
 import type {
+  WorkerJobOutcome,
   WorkerJobRequest,
+  WorkerProgressMessage,
   WorkerTaskDescriptions,
   WorkerThreadData,
 } from './worker-protocol.js';
@@ -36,7 +41,13 @@ interface WorkerHost {
   readonly registry: TaskRegistry;
 }
 
-const booting: Promise<WorkerHost> = boot(workerData as WorkerThreadData);
+const logger = new Logger('JobsWorkerThread');
+const threadData = workerData as WorkerThreadData;
+const progressChannel = new BroadcastChannel(threadData.progressChannel);
+// Only sends: it must not keep a retiring thread alive.
+progressChannel.unref();
+
+const booting: Promise<WorkerHost> = boot(threadData);
 // A module that fails to boot is reported by the first task (the main thread's describe, at boot);
 // until then its rejection must not count as unhandled and kill the thread.
 booting.catch(() => undefined);
@@ -80,10 +91,15 @@ function pickModule(exports: Record<string, unknown>, url: string, exportName?: 
 
 async function describe(): Promise<WorkerTaskDescriptions> {
   const { registry } = await booting;
-  return registry.names.map((name) => ({ ...registry.get(name)!.options }));
+  // A `backoff` function cannot cross threads; it stays here, where its task's failures happen.
+  return registry.names.map((name) => {
+    const options = { ...registry.get(name)!.options };
+    delete options.backoff;
+    return options;
+  });
 }
 
-async function run(request: WorkerJobRequest | undefined): Promise<unknown> {
+async function run(request: WorkerJobRequest | undefined): Promise<WorkerJobOutcome> {
   if (!request) throw new Error('A worker task call needs its job.');
   const control = new Int32Array(request.control);
   // First, synchronously: from here on the main thread attributes this thread's death to this job.
@@ -101,16 +117,29 @@ async function run(request: WorkerJobRequest | undefined): Promise<unknown> {
   });
   Atomics.store(control, CONTROL_STARTED, STARTED_YES);
   Atomics.notify(control, CONTROL_STARTED);
+  let progress: string | undefined;
+  const ctx = createJobContext(request, {
+    signal: () => controller.signal,
+    progress: (json) => {
+      progress = json;
+      const message: WorkerProgressMessage = {
+        id: request.id,
+        attempt: request.attempt,
+        progress: json,
+      };
+      progressChannel.postMessage(message);
+    },
+  });
   try {
-    const result = await task.handler.run(request.payload, {
-      id: request.id,
-      task: request.task,
-      attempt: request.attempt,
-      maxRetries: request.maxRetries,
-      signal: controller.signal,
-    });
-    // Only JSON crosses back, as it would through the database.
-    return result === undefined ? null : JSON.parse(JSON.stringify(result) ?? 'null');
+    let ending: AttemptEnding;
+    try {
+      ending = endingOfReturn(await task.handler.run(request.payload, ctx), request.maxResultBytes);
+    } catch (err) {
+      ending = endingOfThrow(err, request, task.options.backoff, (message) => logger.warn(message));
+    }
+    if (ending.outcome !== 'failed') return { ending, progress };
+    const { name, message, stack } = ending.error;
+    return { ending: { ...ending, error: { name, message, stack } }, progress };
   } finally {
     // Releases the pending `waitAsync` when no abort came.
     if (
@@ -121,7 +150,8 @@ async function run(request: WorkerJobRequest | undefined): Promise<unknown> {
   }
 }
 
-new ThreadWorker(
+// Each task function answers its own type: the pool's callers know which they called.
+new ThreadWorker<WorkerJobRequest | undefined, unknown>(
   { [RUN_TASK]: run, [DESCRIBE_TASKS]: describe },
   {
     // Threads are retired by the pool (dynamic ones after a minute idle) or at shutdown. Closing the

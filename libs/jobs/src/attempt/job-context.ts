@@ -1,0 +1,86 @@
+import type { EntityManager } from 'typeorm';
+import { serialiseJson } from '../common/json-payload.js';
+import type { JobContext } from '../discovery/job-task.interfaces.js';
+import { InvalidContextArgumentError, JobSnooze } from '../errors/jobs.errors.js';
+import { MAX_RETRY_DELAY_LIMIT } from '../options/defaults.js';
+import type { AttemptJob } from './attempt-job.js';
+
+/**
+ * The most bytes of JSON one progress value may take: it is written to the job at every report
+ * that is not coalesced away, and read by every listener of `progress` events.
+ */
+export const MAX_PROGRESS_BYTES = 16_384;
+
+/** What a context needs from where its task runs (in-process, or in a pool thread). */
+export interface ContextSources {
+  /** The attempt's signal, asked for only when the task reads `ctx.signal`. */
+  signal(): AbortSignal;
+  /** Hears each valid `ctx.reportProgress` value, as JSON. */
+  progress(json: string): void;
+  readonly manager?: EntityManager;
+}
+
+/** The `JobContext` of one attempt: the same API wherever the task runs. */
+export function createJobContext(job: AttemptJob, sources: ContextSources): JobContext {
+  return {
+    id: job.id,
+    task: job.task,
+    attempt: job.attempt,
+    maxRetries: job.maxRetries,
+    get signal() {
+      return sources.signal();
+    },
+    reportProgress: (value) => sources.progress(encodeProgress(value)),
+    snooze,
+    manager: sources.manager,
+  };
+}
+
+function snooze(seconds: number): JobSnooze {
+  if (
+    typeof seconds !== 'number' ||
+    !Number.isFinite(seconds) ||
+    seconds < 0 ||
+    seconds > MAX_RETRY_DELAY_LIMIT
+  ) {
+    throw new InvalidContextArgumentError(
+      'snooze',
+      seconds,
+      `takes a number of seconds from 0 to ${MAX_RETRY_DELAY_LIMIT}`,
+    );
+  }
+  return new JobSnooze(seconds);
+}
+
+/** A progress value as the JSON that is written, or the error saying what it must be instead. */
+function encodeProgress(value: unknown): string {
+  if (typeof value === 'number') {
+    if (value >= 0 && value <= 100) return String(value);
+  } else if (
+    value !== null &&
+    typeof value === 'object' &&
+    [Object.prototype, null].includes(Object.getPrototypeOf(value))
+  ) {
+    const json = serialiseJson(
+      value,
+      (path, reason) =>
+        new InvalidContextArgumentError(
+          'reportProgress',
+          value,
+          `takes JSON, but ${path} ${reason}`,
+        ),
+    );
+    const bytes = Buffer.byteLength(json);
+    if (bytes <= MAX_PROGRESS_BYTES) return json;
+    throw new InvalidContextArgumentError(
+      'reportProgress',
+      `${bytes} bytes of JSON`,
+      `takes at most ${MAX_PROGRESS_BYTES} bytes of JSON`,
+    );
+  }
+  throw new InvalidContextArgumentError(
+    'reportProgress',
+    value,
+    'takes a number from 0 to 100 or a plain JSON object',
+  );
+}
