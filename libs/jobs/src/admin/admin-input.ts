@@ -1,5 +1,6 @@
 import { JOB_ID_PATTERN, NAME_PATTERN, NAME_RULE } from '../common/names.js';
 import { BadRequestException } from '@nestjs/common';
+import { JOB_STATES } from '../common/job-states.js';
 import type { JobState } from '../queue/job-info.interface.js';
 import type { JobFilter } from '../queue/job-filter.interface.js';
 
@@ -11,15 +12,11 @@ export interface JobListQuery {
   readonly offset: number;
 }
 
-export const JOB_STATES: readonly JobState[] = [
-  'pending',
-  'active',
-  'completed',
-  'failed',
-  'interrupted',
-  'cancelled',
-  'skipped',
-];
+/**
+ * The states a list can be asked for: `snoozed` names an attempt in history, never a job (a
+ * snoozed job is `pending` again), so no job is listed under it.
+ */
+export const LISTED_STATES: readonly JobState[] = JOB_STATES.filter((state) => state !== 'snoozed');
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
 const MAX_OFFSET = 100_000;
@@ -50,8 +47,8 @@ export function parseScheduleName(value: unknown): string {
 export function parseJobListQuery(query: Record<string, unknown>): JobListQuery {
   onlyKeys(query, ['state', 'task', 'limit', 'offset']);
   const { state, task } = query;
-  if (state !== undefined && !JOB_STATES.includes(state as JobState)) {
-    throw bad(`"state" must be one of ${JOB_STATES.join(', ')}; got ${show(state)}`);
+  if (state !== undefined && !LISTED_STATES.includes(state as JobState)) {
+    throw bad(`"state" must be one of ${LISTED_STATES.join(', ')}; got ${show(state)}`);
   }
   if (task !== undefined && (typeof task !== 'string' || !NAME_PATTERN.test(task))) {
     throw bad(`"task" must be a task name (${NAME_RULE}); got ${show(task)}`);

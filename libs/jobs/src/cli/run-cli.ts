@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Logger } from '@nestjs/common';
 import type { LoggerService } from '@nestjs/common';
+import { JOB_STATES } from '../common/job-states.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { toSchemaName } from '../database/schema-name.js';
 import { JobsError } from '../errors/jobs.errors.js';
@@ -32,16 +33,6 @@ export interface CliOutput {
   out(line: string): void;
   err(line: string): void;
 }
-
-const STATE_ORDER = [
-  'pending',
-  'active',
-  'completed',
-  'failed',
-  'interrupted',
-  'cancelled',
-  'skipped',
-];
 
 /** A mistake in the command line: the usage follows its message, and the exit code is 2. */
 class UsageError extends Error {}
@@ -146,11 +137,10 @@ function verdict(version: number): string {
 
 /** One row per task, one column per state, the library's states first in their usual order. */
 function countsTable(counts: readonly { task: string; state: string; count: number }[]): string {
-  const found = new Set(counts.map((c) => c.state));
-  const states = [
-    ...STATE_ORDER,
-    ...[...found].filter((state) => !STATE_ORDER.includes(state)).sort(),
-  ];
+  const found = new Set<string>(counts.map((c) => c.state));
+  // `snoozed` is an attempt's state in history, rarely seen: a column only when some row has it.
+  const known: readonly string[] = JOB_STATES.filter((s) => s !== 'snoozed' || found.has(s));
+  const states = [...known, ...[...found].filter((state) => !known.includes(state)).sort()];
   const tasks = [...new Set(counts.map((c) => c.task))].sort();
   const cell = (task: string, state: string) =>
     String(counts.find((c) => c.task === task && c.state === state)?.count ?? 0);

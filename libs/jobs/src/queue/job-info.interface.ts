@@ -1,21 +1,5 @@
-/**
- * Where a job is: `pending` in the queue (also between retries), `active` on an instance, or
- * ended. `skipped` is a cron job that never ran: it had not started within its schedule's
- * `missedSlotGrace` after its slot, or its schedule (`overlap: 'skip'`) had a run active; its
- * `lastErrorMessage` says which. `snoozed` is what history says of an attempt whose task asked
- * to run later (`ctx.snooze`); the job itself is then `pending` again.
- *
- * @publicApi
- */
-export type JobState =
-  | 'pending'
-  | 'active'
-  | 'completed'
-  | 'failed'
-  | 'interrupted'
-  | 'cancelled'
-  | 'skipped'
-  | 'snoozed';
+export type { JobState } from '../common/job-states.js';
+import type { JobState } from '../common/job-states.js';
 
 /**
  * A job as `getJob` reports it.
