@@ -19,6 +19,10 @@ export function isFixedOffsetZone(timezone: string): boolean {
 export function isKnownTimeZone(timezone: unknown): timezone is string {
   if (typeof timezone !== 'string' || timezone.length === 0) return false;
   if (isFixedOffsetZone(timezone)) return true;
+  // Node 22 and later (newer ICU) also take a bare offset such as "+02:00"; Node 20 refuses it.
+  // Refused everywhere, so that the instances of a cluster agree whatever runtime each has: an
+  // offset is written UTC+02:00.
+  if (/^[+-]/.test(timezone)) return false;
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: timezone });
     return true;
