@@ -3,6 +3,7 @@
 // The module and its options.
 export { JobsModule } from './jobs.module.js';
 export type { JobsModuleOptions } from './options/jobs-module-options.interface.js';
+export type { QueueOptions, QueueRateLimit } from './options/queue-options.interface.js';
 
 // Defaults of the options (durations in seconds).
 export {
@@ -27,6 +28,7 @@ export {
   DEFAULT_MISSED_SLOT_GRACE,
   DEFAULT_HISTORY_EXPIRATION,
   DEFAULT_HISTORY_PRUNE_BATCH_SIZE,
+  DEFAULT_QUEUE,
 } from './options/defaults.js';
 
 // Task handlers: the decorator and what a handler implements and receives.
@@ -41,6 +43,7 @@ export type {
 export { JobQueueService } from './queue/job-queue.service.js';
 export type { AddJobOptions, AddedJob } from './queue/add-job-options.interface.js';
 export type { JobInfo, JobState } from './queue/job-info.interface.js';
+export type { QueueInfo } from './queues/queue-info.interface.js';
 
 // Maintenance: abandoned attempts and history retention.
 export { ReaperService } from './reaper/reaper.service.js';

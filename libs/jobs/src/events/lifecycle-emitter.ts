@@ -4,10 +4,15 @@ import type { JobLifecycleEvent } from './job-lifecycle-event.interface.js';
 
 type Listener = (event: JobLifecycleEvent) => void;
 
-/** The part of a claimed job an event needs. */
-interface Attempt {
+/** The part of a job every event needs. */
+interface JobRef {
   readonly id: string;
   readonly task: string;
+  readonly queue: string;
+}
+
+/** The part of a claimed job an event needs. */
+interface Attempt extends JobRef {
   readonly attempt: number;
 }
 
@@ -33,10 +38,10 @@ export class LifecycleEmitter {
     return () => this.listeners.delete(listener);
   }
 
-  added(jobs: readonly { id: string; task: string }[]): void {
+  added(jobs: readonly JobRef[]): void {
     if (this.listeners.size === 0) return;
     const at = new Date();
-    for (const { id, task } of jobs) this.emit({ type: 'added', id, task, at });
+    for (const { id, task, queue } of jobs) this.emit({ type: 'added', id, task, queue, at });
   }
 
   started(job: Attempt): void {
@@ -47,6 +52,7 @@ export class LifecycleEmitter {
       type: 'started',
       id: job.id,
       task: job.task,
+      queue: job.queue,
       attempt: job.attempt,
       at: new Date(),
     });
@@ -58,6 +64,7 @@ export class LifecycleEmitter {
       type: 'completed',
       id: job.id,
       task: job.task,
+      queue: job.queue,
       attempt: job.attempt,
       durationMs: this.duration(job),
       at: new Date(),
@@ -70,6 +77,7 @@ export class LifecycleEmitter {
       type: 'failed',
       id: job.id,
       task: job.task,
+      queue: job.queue,
       attempt: job.attempt,
       durationMs: this.duration(job),
       error: error.message,
@@ -79,14 +87,14 @@ export class LifecycleEmitter {
   }
 
   /** A cron job that missed its slot's grace, recorded `skipped` by this instance's claim. */
-  skipped(job: { id: string; task: string }): void {
+  skipped(job: JobRef): void {
     if (this.listeners.size === 0) return;
-    this.emit({ type: 'skipped', id: job.id, task: job.task, at: new Date() });
+    this.emit({ type: 'skipped', id: job.id, task: job.task, queue: job.queue, at: new Date() });
   }
 
-  cancelled(job: { id: string; task: string }): void {
+  cancelled(job: JobRef): void {
     if (this.listeners.size === 0) return;
-    this.emit({ type: 'cancelled', id: job.id, task: job.task, at: new Date() });
+    this.emit({ type: 'cancelled', id: job.id, task: job.task, queue: job.queue, at: new Date() });
   }
 
   private duration(job: Attempt): number {

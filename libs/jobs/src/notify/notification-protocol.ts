@@ -11,7 +11,9 @@ export type JobsNotification =
       readonly id: string;
       readonly state: 'completed' | 'failed' | 'interrupted' | 'cancelled';
       readonly error?: string | null;
-    };
+    }
+  /** A queue was paused or resumed: every instance applies it to its claims at once. */
+  | { readonly event: 'queuePaused'; readonly queue: string; readonly paused: boolean };
 
 /** One channel per schema, so two apps sharing a database do not wake each other. */
 export function channelFor(schema: SchemaName): string {
@@ -24,8 +26,16 @@ export function parseNotification(payload: string | undefined): JobsNotification
   if (!payload) return undefined;
   try {
     const value = JSON.parse(payload) as Partial<JobsNotification>;
-    if (value?.event === 'newJob' || value?.event === 'jobCompleted')
+    if (value?.event === 'newJob' || value?.event === 'jobCompleted') {
       return value as JobsNotification;
+    }
+    if (
+      value?.event === 'queuePaused' &&
+      typeof value.queue === 'string' &&
+      typeof value.paused === 'boolean'
+    ) {
+      return value as JobsNotification;
+    }
   } catch {
     // Not ours: anything may NOTIFY on a channel.
   }

@@ -28,3 +28,5 @@ export const DEFAULT_MISSED_SLOT_GRACE = 60;
 export const DEFAULT_HISTORY_EXPIRATION = 90000;
 /** Rows one pruning statement deletes at most. */
 export const DEFAULT_HISTORY_PRUNE_BATCH_SIZE = 1000;
+/** The queue of a task whose `@JobTask()` names none. */
+export const DEFAULT_QUEUE = 'default';

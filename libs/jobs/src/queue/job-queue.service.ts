@@ -14,6 +14,8 @@ import type { JobInfo } from './job-info.interface.js';
 import { queueSql } from './queue.sql.js';
 import type { QueueSql } from './queue.sql.js';
 import { validateJob } from './validate-job.js';
+import { QueueStateService } from '../queues/queue-state.service.js';
+import type { QueueInfo } from '../queues/queue-info.interface.js';
 import type { JobDefaults, ValidatedJob } from './validate-job.js';
 
 /**
@@ -34,14 +36,16 @@ export class JobQueueService {
   constructor(
     @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
-    @Inject(TaskRegistry) registry: TaskRegistry,
+    @Inject(TaskRegistry) private readonly registry: TaskRegistry,
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
     @Inject(LifecycleEmitter) private readonly events: LifecycleEmitter,
+    @Inject(QueueStateService) private readonly queues: QueueStateService,
   ) {
     this.sql = queueSql(db.schema);
     this.channel = channelFor(db.schema);
     this.defaults = {
       taskMaxRetries: (task) => registry.get(task)?.options.maxRetries,
+      taskQueue: (task) => registry.queueOf(task),
       isKnownTask: (task) => registry.get(task) !== undefined,
       knownTasks: () => registry.names,
       allowUnknownTasks: options.allowUnknownTasks,
@@ -81,7 +85,8 @@ export class JobQueueService {
   async getJob(id: string): Promise<JobInfo | null> {
     assertJobId(id);
     const [row] = await this.db.query<JobInfo>(this.sql.getJob, [id]);
-    return row ?? null;
+    if (row?.state !== 'pending') return row ?? null;
+    return { ...row, queue: this.registry.pendingQueueOf(row.task, row.queue) };
   }
 
   /**
@@ -90,14 +95,36 @@ export class JobQueueService {
    */
   async cancelJob(id: string): Promise<boolean> {
     assertJobId(id);
-    const rows = await this.db.query<{ id: string; task: string }>(this.sql.cancelJob, [
-      id,
-      this.channel,
-    ]);
+    const rows = await this.db.query<{ id: string; task: string; queue: string }>(
+      this.sql.cancelJob,
+      [id, this.channel],
+    );
     if (rows.length === 0) return false;
     this.waiters.settle({ id, state: 'cancelled' });
     this.events.cancelled(rows[0]);
     return true;
+  }
+
+  /**
+   * Pauses a queue on every instance: none starts a job of it any more (within a notification's
+   * delay, else within `pollingCheck`), running jobs finish, and enqueueing still works. The state
+   * is stored: it outlives restarts. A queue unknown to this instance may be paused too.
+   */
+  pauseQueue(name: string): Promise<void> {
+    return this.queues.setPaused(name, true);
+  }
+
+  /** Resumes a paused queue on every instance; its due jobs start at once. */
+  resumeQueue(name: string): Promise<void> {
+    return this.queues.setPaused(name, false);
+  }
+
+  /**
+   * The queues this instance configures or runs tasks of, those stored paused or resumed, and
+   * those holding jobs: state, counts across the cluster, and the limits configured here.
+   */
+  getQueues(): Promise<QueueInfo[]> {
+    return this.queues.list();
   }
 
   private async insert(
@@ -164,6 +191,8 @@ export class JobQueueService {
           notify,
           this.channel,
           NEW_JOB_NOTIFICATION,
+          sharedOrEach(remaining, (job) => job.queue),
+          remaining.map((job) => job.groupKey),
         ],
       );
       const keyedInserted = new Set(keyedIds);

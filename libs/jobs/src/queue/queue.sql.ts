@@ -14,25 +14,26 @@ export function queueSql({ quoted: s }: SchemaName) {
    * skipped, and the caller looks that pending job up; a job without a key always goes in, or the
    * statement fails.
    *
-   * A NOT NULL column whose value every job shares ($2, $4, $6, $7, $9) may arrive as a
+   * A NOT NULL column whose value every job shares ($2, $4, $6, $7, $9, $14) may arrive as a
    * one-element array: unnest pads it with NULLs, which its one element fills.
    *
    * $1 id[] $2 task[] $3 payload[] $4 priority[] $5 waitUntil[] $6 maxRetries[] $7 isScheduled[]
-   * $8 uniqueKey[] $9 awaited[] $10 createdBy $11 notify $12 channel $13 notification
+   * $8 uniqueKey[] $9 awaited[] $10 createdBy $11 notify $12 channel $13 notification $14 queue[]
+   * $15 groupKey[]
    */
   const insertJobs = (onKeyConflict: string) =>
     preparedStatement(`
       WITH input AS (
         SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[],
-                             $6::int[], $7::bool[], $8::text[], $9::bool[])
+                             $6::int[], $7::bool[], $8::text[], $9::bool[], $14::text[], $15::text[])
           WITH ORDINALITY AS t(id, task, payload, priority, "waitUntil", "maxRetries", "isScheduled",
-                               "uniqueKey", awaited, position)
+                               "uniqueKey", awaited, queue, "groupKey", position)
       ), inserted AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", "maxRetries", "isScheduled",
-                               "uniqueKey", awaited, "createdBy")
+                               "uniqueKey", awaited, "createdBy", queue, "groupKey")
         SELECT id, coalesce(task, $2[1]), payload, coalesce(priority, $4[1]), coalesce("waitUntil", now()),
                coalesce("maxRetries", $6[1]), coalesce("isScheduled", $7[1]), "uniqueKey",
-               coalesce(awaited, $9[1]), $10
+               coalesce(awaited, $9[1]), $10, coalesce(queue, $14[1]), "groupKey"
         FROM input ORDER BY position
         ${onKeyConflict}
         RETURNING id, "waitUntil", "uniqueKey"
@@ -56,12 +57,13 @@ export function queueSql({ quoted: s }: SchemaName) {
     getJob: preparedStatement(`
       SELECT j.id, j.task, 'pending' AS state, j.payload, j.priority, j.retries AS attempt,
              j."maxRetries", j."waitUntil", j."createdAt", h."startedAt", h."completedAt",
-             h."lastErrorMessage", h."executedBy"
+             h."lastErrorMessage", h."executedBy", j.queue, j."groupKey"
       FROM ${s}.jobs j LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
       WHERE j.id = $1
       UNION ALL
       SELECT h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries", NULL,
-             h."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy"
+             h."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy",
+             h.queue, h."groupKey"
       FROM ${s}."jobHistory" h
       WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)`),
 
@@ -71,17 +73,18 @@ export function queueSql({ quoted: s }: SchemaName) {
         DELETE FROM ${s}.jobs WHERE id = $1 RETURNING *
       ), recorded AS (
         INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
-                                             "wasScheduled", awaited, "createdAt", "completedAt")
+                                             "wasScheduled", awaited, "createdAt", "completedAt", queue,
+                                             "groupKey")
         SELECT id, task, 'cancelled', payload, priority, retries, "maxRetries", "isScheduled", awaited,
-               "createdAt", now()
+               "createdAt", now(), queue, "groupKey"
         FROM removed
         ON CONFLICT (id) DO UPDATE SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now()
-        RETURNING id, task, awaited
+        RETURNING id, task, awaited, queue
       ), told AS (
         SELECT pg_notify($2, json_build_object('event', 'jobCompleted', 'id', id, 'state', 'cancelled')::text)
         FROM recorded WHERE awaited
       )
-      SELECT id, task, (SELECT count(*) FROM told) AS told FROM recorded`,
+      SELECT id, task, queue, (SELECT count(*) FROM told) AS told FROM recorded`,
 
     /** The awaited jobs among $1 that have ended for good: what a missed notification would have said. */
     endedJobs: `

@@ -5,6 +5,8 @@ import type { SchemaName } from '../database/schema-name.js';
 /** A claimed job, as the runner holds it while the attempt runs. */
 export interface ClaimedJob extends AttemptJob {
   readonly priority: number;
+  /** Its task's queue on this instance, which the claim recorded in history. */
+  readonly queue: string;
 }
 
 /** A row of the claim: a claimed job, or a cron job the claim took out of the queue as missed. */
@@ -14,10 +16,31 @@ export interface ClaimRow extends ClaimedJob {
 }
 
 /**
+ * A row of a limited queue's claim: a claimed job with what the claim found of the queue's limits,
+ * or, when it claimed nothing, those alone (`id` null).
+ */
+export type LimitedClaimRow = (ClaimRow | { readonly id: null }) & {
+  /**
+   * The queue's cluster-wide limits held this claim back (its allowance was below the limit asked
+   * for, or a group was at its `groupConcurrency`): it may have more jobs due once one ends.
+   */
+  readonly heldBack: boolean;
+  /** Seconds until the oldest start in the rate window leaves it; null without a `rateLimit`. */
+  readonly rateFreesIn: number | null;
+  /** The group-fair walk stopped at its bound: claiming again may find more. */
+  readonly cut: boolean;
+};
+
+/**
  * The runner's statements. Each is one round trip, and every write that ends an attempt is fenced
  * by `(id, attempt, state = 'active')`: a write for an attempt that is no longer the job's current,
  * active one (a reaper requeued it, shutdown released it) matches nothing and changes nothing.
  */
+/** How many rows a group-fair claim walks at most, per job it may claim. */
+const GROUP_WALK_FACTOR = 10;
+/** The walk's bound in SQL: none when the queue's limits allow nothing. */
+const GROUP_WALK_BOUND = `sign(n)::int * $1::int * ${GROUP_WALK_FACTOR}`;
+
 export function runnerSql({ quoted: s }: SchemaName) {
   /**
    * Ends the active attempts `selection` picks (a FROM/WHERE over history as h) as interrupted and
@@ -32,9 +55,9 @@ export function runnerSql({ quoted: s }: SchemaName) {
         RETURNING h.*
       )
       INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled", awaited,
-                             "createdBy", "createdAt")
+                             "createdBy", "createdAt", queue, "groupKey")
       SELECT id, task, payload, priority, attempt - 1, "maxRetries", "wasScheduled", awaited,
-             "executedBy", "createdAt"
+             "executedBy", "createdAt", queue, "groupKey"
       FROM released
       RETURNING id`;
   /**
@@ -42,27 +65,110 @@ export function runnerSql({ quoted: s }: SchemaName) {
    * its schedule's grace), and, under 'runOnce', not the latest missed slot of its schedule. Cheap
    * for every other job ("startBy" is NULL): the CASE stops there. Evaluated where it is used, not
    * materialised in a CTE of its own: a CTE that copies every claimed row (payloads included) once
-   * more cost the drain a tenth of its throughput. Deterministic within the statement (one now(),
-   * one snapshot), so every use agrees.
+   * more cost the drain a tenth of its throughput. Deterministic within the statement (one `at`,
+   * the claim's start time, and one snapshot), so every use agrees.
    *
    * Scalar subqueries with LIMIT, not EXISTS: PostgreSQL may plan an EXISTS here as one hashed
    * anti-join over every slot row of every schedule, built by each claim that has a missed job; a
    * scalar subquery stays a per-row look-up on the slot indexes (asserted in test/claim-plan.spec.ts).
    */
-  const skipped = (c: string) => `CASE
-          WHEN ${c}."startBy" IS NULL OR ${c}."startBy" >= now() THEN false
+  const skipped = (c: string, at: string) => `CASE
+          WHEN ${c}."startBy" IS NULL OR ${c}."startBy" >= ${at} THEN false
           -- No slot row (pruned, or a job inserted by hand) cannot be the latest: skipped.
           ELSE COALESCE((
             SELECT sc."missedSlots" <> 'runOnce' OR (
               -- Both bounds on slot: an index range, left at the first row found.
               SELECT true FROM ${s}."jobScheduleSlot" later
               WHERE later.schedule = p.schedule AND later.slot > p.slot
-                AND later.slot < now() - make_interval(secs => sc."missedSlotGrace")
+                AND later.slot < ${at} - make_interval(secs => sc."missedSlotGrace")
               LIMIT 1) IS NOT NULL
             FROM ${s}."jobScheduleSlot" p JOIN ${s}."jobSchedule" sc ON sc.name = p.schedule
             WHERE p."jobId" = ${c}.id
             LIMIT 1), true)
         END`;
+  /**
+   * The claim (see `claim`) of the jobs `pick` selects and locks (their ctids): deleted from the
+   * queue and recorded in history, `active` or `skipped`, with `queue` (the claiming instance's
+   * queue of the job's task) and `at` as their start time; `before`: CTEs `pick` reads.
+   */
+  const claimOf = ({
+    pick,
+    queue,
+    at,
+    before = '',
+  }: {
+    pick: string;
+    queue: string;
+    at: string;
+    before?: string;
+  }) => `
+      WITH ${before} claimed AS (
+        -- = ANY(ARRAY(...)), not IN (...): the planner turns IN into a hash join over a sequential
+        -- scan of the whole queue; the array is computed once. It holds the rows' ctids, not their
+        -- ids: the delete then goes straight to each row instead of down the primary key. A ctid
+        -- is stable here: the rows are locked from the moment it is read, and nothing updates jobs
+        -- (but migration 6's one-off backfill: a claim racing it leaves that row for the next one).
+        DELETE FROM ${s}.jobs
+        WHERE ctid = ANY(ARRAY(${pick}
+        ))
+        RETURNING *
+      ), started AS (
+        INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
+                                             "wasScheduled", awaited, "executedBy", "lastErrorMessage",
+                                             "createdAt", "startedAt", "completedAt", queue, "groupKey")
+        -- A skipped job never started: its attempt stays at the retries it had (0), and it ends now.
+        SELECT id, task, CASE WHEN skipped THEN 'skipped' ELSE 'active' END, payload, priority,
+               retries + CASE WHEN skipped THEN 0 ELSE 1 END, "maxRetries", "isScheduled", awaited, $2,
+               CASE WHEN skipped THEN 'Missed its cron slot: not started by '
+                 || to_char("startBy" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                 || ' (the slot + missedSlotGrace).' END,
+               "createdAt", CASE WHEN skipped THEN NULL ELSE ${at} END, CASE WHEN skipped THEN ${at} END,
+               ${queue}, "groupKey"
+        FROM claimed c, LATERAL (SELECT ${skipped('c', at)} AS skipped) j
+        ON CONFLICT (id) DO UPDATE SET
+          state = EXCLUDED.state, attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
+          "executedBy" = EXCLUDED."executedBy", "startedAt" = EXCLUDED."startedAt",
+          "completedAt" = EXCLUDED."completedAt",
+          "lastErrorMessage" = COALESCE(EXCLUDED."lastErrorMessage", h."lastErrorMessage"),
+          queue = EXCLUDED.queue, "updatedAt" = now()
+      )`;
+  /** What a claim returns of each claimed job `c` (see `ClaimRow`). */
+  const claimedColumns = (queue: string, at: string) =>
+    `c.id, c.task, c.payload, c.priority, c.retries + 1 AS attempt, c."maxRetries",
+     ${skipped('c', at)} AS skipped, ${queue} AS queue`;
+  /**
+   * A limited queue's claim (see `claimLimited`) around `pick`, with the CTEs `walk` it reads, the
+   * `cut` it reports, and whether a group's limit held it back (`groupBound`).
+   */
+  const limitedClaim = (pick: string, walk = '', cut = 'false', groupBound = 'false') => {
+    const at = '(SELECT "lockedAt" FROM allowance)';
+    return `${claimOf({
+      before: `
+      allowance AS MATERIALIZED (
+        SELECT l.*,
+               GREATEST(0, LEAST($1::int, COALESCE($6::int - l.active, $1::int),
+                                 COALESCE($7::int - l.started, $1::int))) AS n,
+               ARRAY(SELECT g.key FROM jsonb_each_text(l."activeByGroup") g
+                     WHERE g.value::int >= ${walk ? '$9::int' : 'NULL::int'}) AS "fullGroups"
+        FROM ${s}."claimQueueLoad"($4::text,
+                                   hashtextextended('nestjs-pg-jobs:queue:' || $5::text || ':' || $4::text, 0),
+                                   $8::float8) l
+      ), ${walk}`,
+      pick,
+      queue: '$4::text',
+      at,
+    })}, counted AS (
+        INSERT INTO ${s}."queueStarts" (queue, "startedAt", jobs)
+        SELECT $4::text, ${at}, count(*) FROM claimed c WHERE $7::int IS NOT NULL AND NOT ${skipped('c', at)}
+        HAVING count(*) > 0
+      )
+      SELECT ${claimedColumns('$4::text', at)}, a.n < $1::int OR ${groupBound} AS "heldBack",
+             extract(epoch FROM COALESCE(a."firstStart", a."lockedAt") + make_interval(secs => $8::float8)
+                                - a."lockedAt")::float8 AS "rateFreesIn",
+             ${cut} AS cut
+      FROM allowance a LEFT JOIN claimed c ON true
+      ORDER BY c.priority DESC, c."waitUntil", c.seq`;
+  };
   const notifyEnd = (row: string) =>
     `pg_notify($2, json_build_object('event', 'jobCompleted', 'id', ${row}.id, 'state', ${row}.state,
                                      'error', left(${row}."lastErrorMessage", 2000))::text)`;
@@ -75,7 +181,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * The claim is also where a cron slot is judged missed, so that no instance can start a job
      * after its `startBy` (its slot + its schedule's `missedSlotGrace`, set by the planner), however
      * the job got late: every instance down, a boot racing another's planning, a busy queue. The
-     * `now()` it is judged by is the one `startedAt` records: a job that started did so in time. A
+     * time it is judged by is the one `startedAt` records: a job that started did so in time. A
      * missed job is taken out like any other and recorded `skipped` instead of `active`, and the
      * runner does not run it; it counts against the limit, so a claim of only missed jobs still
      * comes back full and the runner claims again. For a `runOnce` schedule a missed job still runs
@@ -84,17 +190,13 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * requeues do not carry it) never reach the subqueries: `CASE` evaluates them only for jobs
      * past their deadline.
      *
-     * $1 limit $2 executedBy $3 task[]
+     * History records each job's queue: $4 holds the queue of each task of $3.
+     *
+     * $1 limit $2 executedBy $3 task[] $4 queue[]
      */
     claim: preparedStatement(`
-      WITH claimed AS (
-        -- = ANY(ARRAY(...)), not IN (...): the planner turns IN into a hash join over a sequential
-        -- scan of the whole queue; the array is computed once. It holds the rows' ctids, not their
-        -- ids: the delete then goes straight to each row instead of down the primary key. A ctid
-        -- is stable here: the rows are locked from the moment it is read, and nothing updates jobs
-        -- (but migration 6's one-off backfill: a claim racing it leaves that row for the next one).
-        DELETE FROM ${s}.jobs
-        WHERE ctid = ANY(ARRAY(
+      ${claimOf({
+        pick: `
           SELECT ctid FROM ${s}.jobs
           -- The task filter is wrapped in CASE so that the planner cannot estimate it: a plain
           -- task = ANY(...) on a table whose statistics predate the burst being claimed (or that
@@ -104,31 +206,78 @@ export function runnerSql({ quoted: s }: SchemaName) {
           WHERE "waitUntil" <= now() AND CASE WHEN task = ANY($3::text[]) THEN true END
           ORDER BY priority DESC, "waitUntil", seq
           LIMIT $1
-          FOR UPDATE SKIP LOCKED
-        ))
-        RETURNING *
-      ), started AS (
-        INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
-                                             "wasScheduled", awaited, "executedBy", "lastErrorMessage",
-                                             "createdAt", "startedAt", "completedAt")
-        -- A skipped job never started: its attempt stays at the retries it had (0), and it ends now.
-        SELECT id, task, CASE WHEN skipped THEN 'skipped' ELSE 'active' END, payload, priority,
-               retries + CASE WHEN skipped THEN 0 ELSE 1 END, "maxRetries", "isScheduled", awaited, $2,
-               CASE WHEN skipped THEN 'Missed its cron slot: not started by '
-                 || to_char("startBy" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-                 || ' (the slot + missedSlotGrace).' END,
-               "createdAt", CASE WHEN skipped THEN NULL ELSE now() END, CASE WHEN skipped THEN now() END
-        FROM claimed c, LATERAL (SELECT ${skipped('c')} AS skipped) j
-        ON CONFLICT (id) DO UPDATE SET
-          state = EXCLUDED.state, attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
-          "executedBy" = EXCLUDED."executedBy", "startedAt" = EXCLUDED."startedAt",
-          "completedAt" = EXCLUDED."completedAt",
-          "lastErrorMessage" = COALESCE(EXCLUDED."lastErrorMessage", h."lastErrorMessage"),
-          "updatedAt" = now()
-      )
-      SELECT id, task, payload, priority, retries + 1 AS attempt, "maxRetries", ${skipped('c')} AS skipped
+          FOR UPDATE SKIP LOCKED`,
+        queue: '($4::text[])[array_position($3::text[], c.task)]',
+        at: 'now()',
+      })}
+      SELECT ${claimedColumns('($4::text[])[array_position($3::text[], c.task)]', 'now()')}
       FROM claimed c
       ORDER BY priority DESC, "waitUntil", seq`),
+
+    /**
+     * Claims up to $1 due jobs of the tasks $3 of queue $4, within what the queue's cluster-wide
+     * limits allow, and records them active (the claim above, with the queue's limits):
+     * - claims of one queue are serialised across the cluster by a transaction-scoped advisory
+     *   lock on the queue, taken in `claimQueueLoad` (migration 8), which counts the queue's active
+     *   attempts (per group) and its starts in the rate window with a snapshot taken after the
+     *   lock: every claim of the queue that committed before is counted;
+     * - the allowance is $1 bounded by `globalConcurrency` ($6) minus the active attempts and by
+     *   `rateLimit` ($7 per $8 seconds) minus the starts in the window; jobs beyond it stay queued;
+     * - a rate-limited claim records its starts in "queueStarts", at the lock's clock, which is
+     *   also the "startedAt" of its jobs (the window is judged on what history shows).
+     * Other queues never wait for it: the lock is the queue's, and its jobs are found by task.
+     *
+     * $1 limit $2 executedBy $3 task[] $4 queue $5 schema name $6 globalConcurrency
+     * $7 rate limit $8 rate period (seconds)
+     */
+    claimLimited: preparedStatement(
+      limitedClaim(`
+          SELECT ctid FROM ${s}.jobs
+          WHERE "waitUntil" <= now() AND CASE WHEN task = ANY($3::text[]) THEN true END
+          ORDER BY priority DESC, "waitUntil", seq
+          LIMIT (SELECT n FROM allowance)
+          FOR UPDATE SKIP LOCKED`),
+    ),
+
+    /**
+     * `claimLimited` for a queue with `groupConcurrency` ($9): at most $9 active jobs per
+     * "groupKey", across the cluster. The claim walks the queue in claim order, leaving out the
+     * groups already at their limit, up to a bound (ten times $1), ranks each group's jobs and takes
+     * at most $9 minus its active ones; so one group's backlog, however long, costs a walk past its
+     * jobs but never holds back another group's. A walk that hit its bound says so (`cut`): the
+     * next claim leaves out the groups this one filled, and finds what lies behind them. The rows
+     * are locked once chosen (the queue's lock keeps other claims of it away meanwhile).
+     *
+     * $1-$8 as `claimLimited` $9 groupConcurrency
+     */
+    claimLimitedByGroup: preparedStatement(
+      limitedClaim(
+        `
+          SELECT ctid FROM ${s}.jobs
+          WHERE ctid = ANY(ARRAY(SELECT ctid FROM picked))
+          FOR UPDATE SKIP LOCKED`,
+        `
+      walked AS MATERIALIZED (
+        SELECT ctid, "groupKey", priority, "waitUntil", seq FROM ${s}.jobs
+        WHERE "waitUntil" <= now() AND CASE WHEN task = ANY($3::text[]) THEN true END
+          AND ("groupKey" IS NULL OR "groupKey" <> ALL((SELECT "fullGroups" FROM allowance)::text[]))
+        ORDER BY priority DESC, "waitUntil", seq
+        LIMIT (SELECT ${GROUP_WALK_BOUND} FROM allowance)
+      ), picked AS (
+        SELECT r.ctid FROM (
+          SELECT w.*, row_number() OVER (PARTITION BY w."groupKey"
+                                         ORDER BY w.priority DESC, w."waitUntil", w.seq) AS rank
+          FROM walked w) r
+        WHERE r."groupKey" IS NULL
+           OR r.rank <= $9::int - COALESCE(((SELECT "activeByGroup" FROM allowance) ->> r."groupKey")::int, 0)
+        ORDER BY r.priority DESC, r."waitUntil", r.seq
+        LIMIT (SELECT n FROM allowance)
+      ),`,
+        `(SELECT count(*) FROM walked) = (SELECT ${GROUP_WALK_BOUND} FROM allowance)`,
+        `cardinality((SELECT "fullGroups" FROM allowance)) > 0
+               OR (SELECT count(*) FROM walked) > (SELECT count(*) FROM picked)`,
+      ),
+    ),
 
     /**
      * Records a batch of successful attempts in one statement (one commit for many jobs: commits,
@@ -164,10 +313,10 @@ export function runnerSql({ quoted: s }: SchemaName) {
         RETURNING *
       ), retried AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
-                               "isScheduled", awaited, "createdBy", "createdAt")
+                               "isScheduled", awaited, "createdBy", "createdAt", queue, "groupKey")
         SELECT id, task, payload, priority,
                now() + make_interval(secs => LEAST(power(2, LEAST(attempt - 1, 60)) * $5, $7)),
-               attempt, "maxRetries", "wasScheduled", awaited, $6, "createdAt"
+               attempt, "maxRetries", "wasScheduled", awaited, $6, "createdAt", queue, "groupKey"
         FROM failed WHERE attempt <= "maxRetries"
         RETURNING id
       )

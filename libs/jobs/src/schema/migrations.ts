@@ -226,6 +226,70 @@ export const MIGRATIONS: readonly Migration[] = [
         CHECK (state IN ('active', 'completed', 'failed', 'interrupted', 'cancelled', 'skipped')) NOT VALID;
     `,
   },
+  {
+    version: 8,
+    name: 'named queues: the queue and group of each job, pause state, cluster-wide limits',
+    sql: ({ quoted: s }) => `
+      -- Constant defaults and nullable columns: PostgreSQL 11+ adds them to the catalog without
+      -- rewriting the tables. Jobs queued before the upgrade are in the default queue until they
+      -- start, when the claim records their task's queue.
+      ALTER TABLE ${s}.jobs ADD COLUMN queue text NOT NULL DEFAULT 'default', ADD COLUMN "groupKey" text;
+      -- Written by the claim from the claiming instance's task-to-queue mapping: what the
+      -- cluster-wide limits count.
+      ALTER TABLE ${s}."jobHistory" ADD COLUMN queue text NOT NULL DEFAULT 'default',
+        ADD COLUMN "groupKey" text;
+
+      -- A queue's persisted state. A queue without a row is running.
+      CREATE TABLE ${s}.queues (
+        name text PRIMARY KEY,
+        paused boolean NOT NULL DEFAULT false,
+        "updatedAt" timestamptz NOT NULL DEFAULT now()
+      );
+
+      -- The starts of rate-limited queues, one row per claim that started jobs, kept for one
+      -- window: what "at most limit starts in any window of periodSeconds" is counted from.
+      -- History cannot say it: a retry overwrites its job's earlier start.
+      CREATE TABLE ${s}."queueStarts" (
+        queue text NOT NULL,
+        "startedAt" timestamptz NOT NULL,
+        jobs integer NOT NULL
+      );
+      CREATE INDEX queue_starts_queue_started_at ON ${s}."queueStarts" (queue, "startedAt");
+
+      -- Serialises the claims of one limited queue across the cluster and reads its load with a
+      -- fresh snapshot. The claim statement's own snapshot was taken before it waited for the lock,
+      -- so it does not see the claims committed meanwhile; each statement of a VOLATILE function
+      -- takes a new snapshot, after the lock here, and sees them. The lock is the transaction's:
+      -- held until the claim commits, so the next claim of the queue counts this one's jobs.
+      -- "lockedAt" is the clock of the claim's starts: taken under the lock, it never goes back
+      -- from one claim of the queue to the next, so a start older than one window is never needed
+      -- again and is pruned here.
+      --
+      -- $1 queue $2 lock key $3 rate period (seconds; NULL: not rate-limited)
+      CREATE FUNCTION ${s}."claimQueueLoad"(text, bigint, double precision,
+        OUT "lockedAt" timestamptz, OUT active integer, OUT "activeByGroup" jsonb,
+        OUT started integer, OUT "firstStart" timestamptz)
+      LANGUAGE plpgsql VOLATILE AS $$
+      BEGIN
+        PERFORM pg_advisory_xact_lock($2);
+        "lockedAt" := clock_timestamp();
+        -- The active attempts are few (the cluster's concurrency): job_history_active holds them.
+        SELECT coalesce(sum(g.n), 0)::integer,
+               coalesce(jsonb_object_agg(g."groupKey", g.n) FILTER (WHERE g."groupKey" IS NOT NULL), '{}')
+          INTO active, "activeByGroup"
+          FROM (SELECT h."groupKey", count(*)::integer AS n FROM ${s}."jobHistory" h
+                WHERE h.state = 'active' AND h.queue = $1 GROUP BY h."groupKey") g;
+        started := 0;
+        IF $3 IS NOT NULL THEN
+          DELETE FROM ${s}."queueStarts" q
+          WHERE q.queue = $1 AND q."startedAt" <= "lockedAt" - make_interval(secs => $3);
+          SELECT coalesce(sum(q.jobs), 0)::integer, min(q."startedAt") INTO started, "firstStart"
+          FROM ${s}."queueStarts" q WHERE q.queue = $1;
+        END IF;
+      END
+      $$;
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */
