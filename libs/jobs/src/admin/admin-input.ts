@@ -37,6 +37,13 @@ export function parseJobId(value: unknown): string {
   return value.toLowerCase();
 }
 
+export function parseQueueName(value: unknown): string {
+  if (typeof value !== 'string' || !NAME_PATTERN.test(value)) {
+    throw bad(`"name" must be a queue name (${NAME_RULE}); got ${show(value)}`);
+  }
+  return value;
+}
+
 export function parseJobListQuery(query: Record<string, unknown>): JobListQuery {
   onlyKeys(query, ['state', 'task', 'limit', 'offset']);
   const { state, task } = query;

@@ -11,11 +11,11 @@ export function adminSql({ quoted: s }: SchemaName) {
   const pendingColumns = `
     j.id, j.task, 'pending' AS state, j.payload, j.priority, j.retries AS attempt, j."maxRetries",
     j."waitUntil", j."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy",
-    j."createdAt" AS "sortAt"`;
+    j.queue, j."groupKey", j."createdAt" AS "sortAt"`;
   const historyColumns = (sortAt: string) => `
     h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries",
     NULL::timestamptz AS "waitUntil", h."createdAt", h."startedAt", h."completedAt",
-    h."lastErrorMessage", h."executedBy", ${sortAt} AS "sortAt"`;
+    h."lastErrorMessage", h."executedBy", h.queue, h."groupKey", ${sortAt} AS "sortAt"`;
   const notQueuedAs = (alias: string) =>
     `NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = ${alias}.id)`;
   const notQueued = notQueuedAs('h');
@@ -119,8 +119,9 @@ export function adminSql({ quoted: s }: SchemaName) {
         FOR UPDATE
       ), requeued AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled",
-                               "createdBy", "createdAt")
-        SELECT id, task, payload, priority, attempt, attempt, "wasScheduled", $2, "createdAt"
+                               "createdBy", "createdAt", queue, "groupKey")
+        SELECT id, task, payload, priority, attempt, attempt, "wasScheduled", $2, "createdAt", queue,
+               "groupKey"
         FROM target
         ON CONFLICT (id) DO NOTHING
         RETURNING id

@@ -12,7 +12,13 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import type { CanActivate, Type } from '@nestjs/common';
-import { parseJobId, parseJobListQuery, parseMinutes, parseNoQuery } from './admin-input.js';
+import {
+  parseJobId,
+  parseJobListQuery,
+  parseMinutes,
+  parseNoQuery,
+  parseQueueName,
+} from './admin-input.js';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.page.js';
 import { JobsAdminService } from './jobs-admin.service.js';
 
@@ -75,6 +81,26 @@ export function createAdminController(
     schedules(@Query() query: Query) {
       parseNoQuery(query);
       return this.admin.schedules();
+    }
+
+    @Get('api/queues')
+    queues(@Query() query: Query) {
+      parseNoQuery(query);
+      return this.admin.queues();
+    }
+
+    @Post('api/queues/:name/pause')
+    @HttpCode(200)
+    pauseQueue(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.setQueuePaused(parseQueueName(name), true);
+    }
+
+    @Post('api/queues/:name/resume')
+    @HttpCode(200)
+    resumeQueue(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.setQueuePaused(parseQueueName(name), false);
     }
 
     @Get('api/throughput')

@@ -5,10 +5,12 @@ import { findInApp } from '../common/find-in-app.js';
 import { CronPlannerService } from '../cron/cron-planner.service.js';
 import type { ScheduleInfo } from '../schedule/cron-schedule.interface.js';
 import { JobsDatabase } from '../database/jobs-database.js';
+import { TaskRegistry } from '../discovery/task-registry.js';
 import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { JobInfo } from '../queue/job-info.interface.js';
+import type { QueueInfo } from '../queues/queue-info.interface.js';
 import { JobQueueService } from '../queue/job-queue.service.js';
 import { DEFAULT_STATS_MINUTES } from './admin-input.js';
 import type { JobListQuery } from './admin-input.js';
@@ -62,6 +64,7 @@ export class JobsAdminService implements OnModuleInit {
   private db!: JobsDatabase;
   private queue!: JobQueueService;
   private planner!: CronPlannerService;
+  private tasks!: TaskRegistry;
   private options!: ResolvedJobsOptions;
   private sql!: AdminSql;
 
@@ -71,6 +74,7 @@ export class JobsAdminService implements OnModuleInit {
     this.db = findInApp(this.moduleRef, JobsDatabase, 'JobsAdminModule');
     this.queue = findInApp(this.moduleRef, JobQueueService, 'JobsAdminModule');
     this.planner = findInApp(this.moduleRef, CronPlannerService, 'JobsAdminModule');
+    this.tasks = findInApp(this.moduleRef, TaskRegistry, 'JobsAdminModule');
     this.options = findInApp(this.moduleRef, JOBS_OPTIONS, 'JobsAdminModule');
     this.sql = adminSql(this.db.schema);
   }
@@ -86,7 +90,13 @@ export class JobsAdminService implements OnModuleInit {
         : state === 'active'
           ? this.db.query<ListedJob>(this.sql.listActive, [task, ...page])
           : this.db.query<ListedJob>(this.sql.listEnded, [state, task, ...page]));
-    const jobs = rows.slice(0, limit).map(({ sortAt: _sortAt, ...job }) => job);
+    const jobs = rows
+      .slice(0, limit)
+      .map(({ sortAt: _sortAt, ...job }) =>
+        job.state === 'pending'
+          ? { ...job, queue: this.tasks.pendingQueueOf(job.task, job.queue) }
+          : job,
+      );
     return { jobs, hasMore: rows.length > limit };
   }
 
@@ -158,6 +168,17 @@ export class JobsAdminService implements OnModuleInit {
 
   async schedules(): Promise<{ schedules: ScheduleInfo[] }> {
     return { schedules: await this.planner.listSchedules() };
+  }
+
+  /** Every queue with its state, counts and limits (`JobQueueService.getQueues()`). */
+  async queues(): Promise<{ queues: QueueInfo[] }> {
+    return { queues: await this.queue.getQueues() };
+  }
+
+  /** Pauses (`true`) or resumes a queue on every instance; returns the queues as they are then. */
+  async setQueuePaused(name: string, paused: boolean): Promise<{ queues: QueueInfo[] }> {
+    await (paused ? this.queue.pauseQueue(name) : this.queue.resumeQueue(name));
+    return this.queues();
   }
 
   private async refuse(id: string, action: string, allowed: string): Promise<never> {

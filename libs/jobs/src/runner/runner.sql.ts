@@ -130,7 +130,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
           "executedBy" = EXCLUDED."executedBy", "startedAt" = EXCLUDED."startedAt",
           "completedAt" = EXCLUDED."completedAt",
           "lastErrorMessage" = COALESCE(EXCLUDED."lastErrorMessage", h."lastErrorMessage"),
-          queue = EXCLUDED.queue, "updatedAt" = now()
+          queue = EXCLUDED.queue, "groupKey" = EXCLUDED."groupKey", "updatedAt" = now()
       )`;
   /** What a claim returns of each claimed job `c` (see `ClaimRow`). */
   const claimedColumns = (queue: string, at: string) =>
