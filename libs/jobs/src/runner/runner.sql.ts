@@ -152,7 +152,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
                      WHERE g.value::int >= ${walk ? '$9::int' : 'NULL::int'}) AS "fullGroups"
         FROM ${s}."claimQueueLoad"($4::text,
                                    hashtextextended('nestjs-pg-jobs:queue:' || $5::text || ':' || $4::text, 0),
-                                   $8::float8) l
+                                   $6::int IS NOT NULL OR ${walk ? 'true' : 'false'}, $8::float8) l
       ), ${walk}`,
       pick,
       queue: '$4::text',

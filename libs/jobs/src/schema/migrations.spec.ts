@@ -27,7 +27,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       4: '116bec954c19',
       5: '32f5bd123c4b',
       6: '2693733fb4f2',
-      8: 'daa977e5af9d',
+      8: 'dc20266fd4e9',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [

@@ -265,24 +265,29 @@ export const MIGRATIONS: readonly Migration[] = [
       -- from one claim of the queue to the next, so a start older than one window is never needed
       -- again and is pruned here.
       --
-      -- $1 queue $2 lock key $3 rate period (seconds; NULL: not rate-limited)
-      CREATE FUNCTION ${s}."claimQueueLoad"(text, bigint, double precision,
+      -- $1 queue $2 lock key $3 count the active attempts $4 rate period (seconds; NULL: not
+      -- rate-limited)
+      CREATE FUNCTION ${s}."claimQueueLoad"(text, bigint, boolean, double precision,
         OUT "lockedAt" timestamptz, OUT active integer, OUT "activeByGroup" jsonb,
         OUT started integer, OUT "firstStart" timestamptz)
       LANGUAGE plpgsql VOLATILE AS $$
       BEGIN
         PERFORM pg_advisory_xact_lock($2);
         "lockedAt" := clock_timestamp();
-        -- The active attempts are few (the cluster's concurrency): job_history_active holds them.
-        SELECT coalesce(sum(g.n), 0)::integer,
-               coalesce(jsonb_object_agg(g."groupKey", g.n) FILTER (WHERE g."groupKey" IS NOT NULL), '{}')
-          INTO active, "activeByGroup"
-          FROM (SELECT h."groupKey", count(*)::integer AS n FROM ${s}."jobHistory" h
-                WHERE h.state = 'active' AND h.queue = $1 GROUP BY h."groupKey") g;
+        active := 0;
+        "activeByGroup" := '{}';
+        IF $3 THEN
+          -- The active attempts are few (the cluster's concurrency): job_history_active holds them.
+          SELECT coalesce(sum(g.n), 0)::integer,
+                 coalesce(jsonb_object_agg(g."groupKey", g.n) FILTER (WHERE g."groupKey" IS NOT NULL), '{}')
+            INTO active, "activeByGroup"
+            FROM (SELECT h."groupKey", count(*)::integer AS n FROM ${s}."jobHistory" h
+                  WHERE h.state = 'active' AND h.queue = $1 GROUP BY h."groupKey") g;
+        END IF;
         started := 0;
-        IF $3 IS NOT NULL THEN
+        IF $4 IS NOT NULL THEN
           DELETE FROM ${s}."queueStarts" q
-          WHERE q.queue = $1 AND q."startedAt" <= "lockedAt" - make_interval(secs => $3);
+          WHERE q.queue = $1 AND q."startedAt" <= "lockedAt" - make_interval(secs => $4);
           SELECT coalesce(sum(q.jobs), 0)::integer, min(q."startedAt") INTO started, "firstStart"
           FROM ${s}."queueStarts" q WHERE q.queue = $1;
         END IF;
