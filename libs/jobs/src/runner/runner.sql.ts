@@ -31,16 +31,16 @@ export type LimitedClaimRow = (ClaimRow | { readonly id: null }) & {
   readonly cut: boolean;
 };
 
-/**
- * The runner's statements. Each is one round trip, and every write that ends an attempt is fenced
- * by `(id, attempt, state = 'active')`: a write for an attempt that is no longer the job's current,
- * active one (a reaper requeued it, shutdown released it) matches nothing and changes nothing.
- */
 /** How many rows a group-fair claim walks at most, per job it may claim. */
 const GROUP_WALK_FACTOR = 10;
 /** The walk's bound in SQL: none when the queue's limits allow nothing. */
 const GROUP_WALK_BOUND = `sign(n)::int * $1::int * ${GROUP_WALK_FACTOR}`;
 
+/**
+ * The runner's statements. Each is one round trip, and every write that ends an attempt is fenced
+ * by `(id, attempt, state = 'active')`: a write for an attempt that is no longer the job's current,
+ * active one (a reaper requeued it, shutdown released it) matches nothing and changes nothing.
+ */
 export function runnerSql({ quoted: s }: SchemaName) {
   /**
    * Ends the active attempts `selection` picks (a FROM/WHERE over history as h) as interrupted and
