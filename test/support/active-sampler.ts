@@ -17,6 +17,7 @@ export async function sampleMax(url: string, query: string, intervalMs = 3): Pro
   let running = true;
   let max = 0;
   let samples = 0;
+  let failure: unknown;
   const loop = (async () => {
     while (running) {
       const { rows } = await client.query<{ n: number }>(query);
@@ -24,12 +25,16 @@ export async function sampleMax(url: string, query: string, intervalMs = 3): Pro
       samples++;
       await new Promise((resolve) => setTimeout(resolve, intervalMs));
     }
-  })();
+  })().catch((err: unknown) => {
+    // Reported by stop(): a test that fails before stopping must not leave an unhandled rejection.
+    failure = err;
+  });
   return {
     async stop() {
       running = false;
       await loop;
       await client.end();
+      if (failure) throw failure;
       return { max, samples };
     },
   };
