@@ -38,14 +38,17 @@ beforeAll(async () => {
   const app = await startJobsApp(db.url, { options: { runJobs: false } });
   await app.close();
 });
-beforeEach(() => db.query('TRUNCATE jobs.jobs, jobs."jobHistory", jobs."queueStarts"'));
+beforeEach(() => db.query('TRUNCATE jobs.jobs, jobs."jobHistory", jobs.queues'));
 
 /**
  * Four claims of one queue, each asking for as much as the limit, wait together on the queue's
  * lock; released, they run one after another. Each was planned (and took its snapshot) before the
  * others committed: the load they count must still include every claim that went before.
  */
-async function raceFourClaims(statement: string, values: unknown[]): Promise<number> {
+async function raceFourClaims(
+  statement: string,
+  values: unknown[] | ((claim: number) => unknown[]),
+): Promise<number> {
   const lock = await holdQueueLock('limited');
   const clients = await Promise.all(
     [1, 2, 3, 4].map(async () => {
@@ -56,13 +59,10 @@ async function raceFourClaims(statement: string, values: unknown[]): Promise<num
     }),
   );
   try {
-    const claims = clients.map((client, i) =>
-      client.query<{ id: string | null }>(statement, [
-        values[0],
-        `claimer-${i}`,
-        ...values.slice(1),
-      ]),
-    );
+    const claims = clients.map((client, i) => {
+      const [limit, ...rest] = typeof values === 'function' ? values(i) : values;
+      return client.query<{ id: string | null }>(statement, [limit, `claimer-${i}`, ...rest]);
+    });
     await waitFor(
       'the four claims to wait on the queue lock',
       async () => (await claimsWaiting()) === 4,
@@ -75,11 +75,11 @@ async function raceFourClaims(statement: string, values: unknown[]): Promise<num
   }
 }
 
-const enqueue = (n: number, groupKey: string | null = null) =>
+const enqueue = (n: number, groupKey: string | null = null, task = 'work') =>
   db.query(
     `INSERT INTO jobs.jobs (id, task, "maxRetries", queue, "groupKey")
-     SELECT gen_random_uuid(), 'work', 0, 'limited', $2 FROM generate_series(1, $1)`,
-    [n, groupKey],
+     SELECT gen_random_uuid(), $3, 0, 'limited', $2 FROM generate_series(1, $1)`,
+    [n, groupKey, task],
   );
 
 it('claims no more than globalConcurrency across claims that waited on each other', async () => {
@@ -112,10 +112,12 @@ it('starts no more than the rate limit across claims that waited on each other',
 });
 
 it('claims no more than groupConcurrency of a group across claims that waited on each other', async () => {
-  await enqueue(20, 'tenant');
-  const claimed = await raceFourClaims(claimLimitedByGroup.text, [
+  // Each claimer runs a task of its own in the queue: their walks find different jobs of the group,
+  // so only the counts can hold the group to its limit.
+  for (let i = 0; i < 4; i++) await enqueue(5, 'tenant', `work${i}`);
+  const claimed = await raceFourClaims(claimLimitedByGroup.text, (i) => [
     5,
-    ['work'],
+    [`work${i}`],
     'limited',
     'jobs',
     null,

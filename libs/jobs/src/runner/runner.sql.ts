@@ -152,15 +152,31 @@ export function runnerSql({ quoted: s }: SchemaName) {
                      WHERE g.value::int >= ${walk ? '$9::int' : 'NULL::int'}) AS "fullGroups"
         FROM ${s}."claimQueueLoad"($4::text,
                                    hashtextextended('nestjs-pg-jobs:queue:' || $5::text || ':' || $4::text, 0),
-                                   $6::int IS NOT NULL OR ${walk ? 'true' : 'false'}, $8::float8) l
+                                   $8::float8) l
       ), ${walk}`,
       pick,
       queue: '$4::text',
       at,
-    })}, counted AS (
-        INSERT INTO ${s}."queueStarts" (queue, "startedAt", jobs)
-        SELECT $4::text, ${at}, count(*) FROM claimed c WHERE $7::int IS NOT NULL AND NOT ${skipped('c', at)}
-        HAVING count(*) > 0
+    })}, recorded AS (
+        -- The queue's state for its next claim: the attempts still active plus those started now,
+        -- and, rate-limited, the window's starts plus this claim's. An upsert: the row may have been
+        -- written after this statement's snapshot (by the previous holder of the lock), and is
+        -- replaced, never read here.
+        INSERT INTO ${s}.queues AS q (name, "activeIds", "activeAttempts", "activeGroups",
+                                      "startTimes", "startCounts")
+        SELECT $4::text, a."activeIds" || s.ids, a."activeAttempts" || s.attempts,
+               a."activeGroups" || s.groups,
+               CASE WHEN $7::int IS NULL OR s.n = 0 THEN a."startTimes" ELSE a."startTimes" || a."lockedAt" END,
+               CASE WHEN $7::int IS NULL OR s.n = 0 THEN a."startCounts" ELSE a."startCounts" || s.n END
+        FROM allowance a,
+             (SELECT coalesce(array_agg(c.id), '{}') AS ids,
+                     coalesce(array_agg(c.retries + 1), '{}') AS attempts,
+                     coalesce(array_agg(c."groupKey"), '{}') AS groups, count(*)::int AS n
+              FROM claimed c WHERE NOT ${skipped('c', at)}) s
+        ON CONFLICT (name) DO UPDATE SET
+          "activeIds" = EXCLUDED."activeIds", "activeAttempts" = EXCLUDED."activeAttempts",
+          "activeGroups" = EXCLUDED."activeGroups", "startTimes" = EXCLUDED."startTimes",
+          "startCounts" = EXCLUDED."startCounts"
       )
       SELECT ${claimedColumns('$4::text', at)}, a.n < $1::int OR ${groupBound} AS "heldBack",
              extract(epoch FROM COALESCE(a."firstStart", a."lockedAt") + make_interval(secs => $8::float8)
@@ -218,13 +234,13 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * Claims up to $1 due jobs of the tasks $3 of queue $4, within what the queue's cluster-wide
      * limits allow, and records them active (the claim above, with the queue's limits):
      * - claims of one queue are serialised across the cluster by a transaction-scoped advisory
-     *   lock on the queue, taken in `claimQueueLoad` (migration 8), which counts the queue's active
-     *   attempts (per group) and its starts in the rate window with a snapshot taken after the
-     *   lock: every claim of the queue that committed before is counted;
+     *   lock on the queue, taken in `claimQueueLoad` (migration 8), which reads the queue's state
+     *   (its attempts still active, per group, and its starts in the rate window) with a snapshot
+     *   taken after the lock: every claim of the queue that committed before is counted;
      * - the allowance is $1 bounded by `globalConcurrency` ($6) minus the active attempts and by
      *   `rateLimit` ($7 per $8 seconds) minus the starts in the window; jobs beyond it stay queued;
-     * - a rate-limited claim records its starts in "queueStarts", at the lock's clock, which is
-     *   also the "startedAt" of its jobs (the window is judged on what history shows).
+     * - the claim writes the queue's state back with what it started, at the lock's clock, which
+     *   is also the "startedAt" of its jobs (the window is judged on what history shows).
      * Other queues never wait for it: the lock is the queue's, and its jobs are found by task.
      *
      * $1 limit $2 executedBy $3 task[] $4 queue $5 schema name $6 globalConcurrency

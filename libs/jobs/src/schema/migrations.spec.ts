@@ -27,7 +27,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       4: '116bec954c19',
       5: '32f5bd123c4b',
       6: '2693733fb4f2',
-      8: 'dc20266fd4e9',
+      8: 'd9ce38fc5825',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [
