@@ -1,10 +1,10 @@
 /** The same workloads through nestjs-pg-jobs, as an app would use it. */
 import { Injectable, Module } from '@nestjs/common';
-import type { DynamicModule, INestApplicationContext } from '@nestjs/common';
+import type { DynamicModule, INestApplicationContext, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import pg from 'pg';
 import { JobQueueService, JobTask, JobsModule } from 'nestjs-pg-jobs';
-import type { JobContext, JobTaskHandler, JobsModuleOptions } from 'nestjs-pg-jobs';
+import type { JobContext, JobTaskHandler, JobsModuleOptions, QueueOptions } from 'nestjs-pg-jobs';
 import { pollUntil, trackPeakRss } from './stats.js';
 import { BATCH_SIZE, JOBS, LATENCY_GAP_MS, LATENCY_JOBS } from './workloads.js';
 import type { QueueUnderTest } from './workloads.js';
@@ -12,21 +12,32 @@ import type { QueueUnderTest } from './workloads.js';
 /** Handler-start times by job id, for the latency workload. */
 const startedAt = new Map<string, number>();
 
-@JobTask('noop')
-@Injectable()
-class NoopTask implements JobTaskHandler {
-  run(_payload: unknown, ctx: JobContext): void {
-    startedAt.set(ctx.id, performance.now());
+/** A no-op task named `name` in `queue`, recording when it started (for the latency workloads). */
+function noopTask(name: string, queue?: string): Type {
+  @JobTask({ name, queue })
+  @Injectable()
+  class NoopTask implements JobTaskHandler {
+    run(_payload: unknown, ctx: JobContext): void {
+      startedAt.set(ctx.id, performance.now());
+    }
   }
+  return NoopTask;
 }
+
+const NOOP = noopTask('noop');
+/** The same no-op task in a queue of its own, named `bench`. */
+const QUEUED_NOOP = noopTask('noop.queued', 'bench');
+/** One no-op task in each of ten queues, `q0` to `q9`. */
+const TEN_QUEUES = Array.from({ length: 10 }, (_, i) => `q${i}`);
+const TEN_QUEUE_TASKS = TEN_QUEUES.map((queue) => noopTask(`noop.${queue}`, queue));
 
 @Module({})
 class BenchAppModule {
-  static register(options: JobsModuleOptions): DynamicModule {
+  static register(options: JobsModuleOptions, tasks: readonly Type[]): DynamicModule {
     return {
       module: BenchAppModule,
       imports: [JobsModule.forRoot(options)],
-      providers: [NoopTask],
+      providers: [...tasks],
     };
   }
 }
@@ -36,13 +47,14 @@ async function withApps<T>(
   options: Partial<JobsModuleOptions>,
   instances: number,
   fn: (queue: JobQueueService) => Promise<T>,
+  tasks: readonly Type[] = [NOOP],
 ): Promise<T> {
   const apps: INestApplicationContext[] = [];
   try {
     for (let i = 0; i < instances; i++) {
       apps.push(
         await NestFactory.createApplicationContext(
-          BenchAppModule.register({ connection: url, ...options }),
+          BenchAppModule.register({ connection: url, ...options }, tasks),
           {
             logger: ['error'],
           },
@@ -89,21 +101,78 @@ async function drainTime(url: string): Promise<number> {
   }
 }
 
-/** Queues `JOBS` jobs of `task` with no consumer running, then drains them with `instances` apps. */
+/**
+ * Queues `JOBS` jobs of `task` with no consumer running, then drains them with `instances` apps
+ * (running `tasks`).
+ */
 async function drain(
   url: string,
   task: string,
   options: Partial<JobsModuleOptions>,
   instances: number,
+  tasks?: readonly Type[],
 ): Promise<{ ms: number; peakRssMiB: number }> {
   await withApps(url, { runJobs: false, allowUnknownTasks: true }, 1, (queue) =>
     enqueueInBatches(queue, task),
   );
   const peak = trackPeakRss();
-  return withApps(url, { pollingCheck: 0.5, ...options }, instances, async () => {
-    const ms = await drainTime(url);
-    return { ms, peakRssMiB: peak() };
-  });
+  return withApps(
+    url,
+    { pollingCheck: 0.5, ...options },
+    instances,
+    async () => {
+      const ms = await drainTime(url);
+      return { ms, peakRssMiB: peak() };
+    },
+    tasks,
+  );
+}
+
+/**
+ * The drain of c=50 x1 with its task in the queue `bench`, configured with `limits`: none (a named
+ * queue that costs nothing), or limits set high enough never to bind (what the mechanism costs).
+ */
+export function drainQueued(url: string, limits: QueueOptions) {
+  return drain(url, 'noop.queued', { concurrency: 50, queues: { bench: limits } }, 1, [
+    QUEUED_NOOP,
+  ]);
+}
+
+/**
+ * Enqueue-to-start latencies with ten queues active, each with a limit that never binds (so each
+ * is claimed by a statement of its own): the latency jobs go round the ten queues.
+ */
+export function latencyTenQueues(url: string): Promise<number[]> {
+  const queues = Object.fromEntries(
+    TEN_QUEUES.map((queue) => [queue, { globalConcurrency: 1000 }]),
+  );
+  return withApps(
+    url,
+    { concurrency: 10, queues },
+    1,
+    (queue) => measureLatency(queue, (i) => `noop.${TEN_QUEUES[i % TEN_QUEUES.length]}`),
+    TEN_QUEUE_TASKS,
+  );
+}
+
+/** Adds `LATENCY_JOBS` jobs `LATENCY_GAP_MS` apart; returns each one's enqueue-to-start time. */
+async function measureLatency(
+  queue: JobQueueService,
+  taskOf: (i: number) => string,
+): Promise<number[]> {
+  const addedAt = new Map<string, number>();
+  for (let i = 0; i < LATENCY_JOBS; i++) {
+    const sentAt = performance.now();
+    const { id } = await queue.addJob({ task: taskOf(i) });
+    addedAt.set(id, sentAt);
+    await new Promise((resolve) => setTimeout(resolve, LATENCY_GAP_MS));
+  }
+  await pollUntil(
+    async () => [...addedAt.keys()].every((id) => startedAt.has(id)),
+    30_000,
+    'latency samples',
+  );
+  return [...addedAt].map(([id, sent]) => startedAt.get(id)! - sent);
 }
 
 const WORKER_MODULE = new URL('./worker-noop.module.ts', import.meta.url).href;
@@ -131,19 +200,5 @@ export const library: QueueUnderTest = {
   drain: (url, concurrency, instances) => drain(url, 'noop', { concurrency }, instances),
 
   latency: (url) =>
-    withApps(url, { concurrency: 10 }, 1, async (queue) => {
-      const addedAt = new Map<string, number>();
-      for (let i = 0; i < LATENCY_JOBS; i++) {
-        const sentAt = performance.now();
-        const { id } = await queue.addJob({ task: 'noop' });
-        addedAt.set(id, sentAt);
-        await new Promise((resolve) => setTimeout(resolve, LATENCY_GAP_MS));
-      }
-      await pollUntil(
-        async () => [...addedAt.keys()].every((id) => startedAt.has(id)),
-        30_000,
-        'latency samples',
-      );
-      return [...addedAt].map(([id, sent]) => startedAt.get(id)! - sent);
-    }),
+    withApps(url, { concurrency: 10 }, 1, (queue) => measureLatency(queue, () => 'noop')),
 };

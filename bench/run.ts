@@ -10,12 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase, resolveDatabaseServer } from '../tools/dev-database.js';
 import { baseline } from './baseline.js';
-import { drainWorkerTasks, library } from './library.js';
+import { drainQueued, drainWorkerTasks, latencyTenQueues, library } from './library.js';
 import { latency, summarise } from './stats.js';
 import { checkTargets, describeCheck } from './targets.js';
 import type { Figure } from './stats.js';
 import { JOBS, LATENCY_JOBS, REPETITIONS } from './workloads.js';
 import type { QueueUnderTest } from './workloads.js';
+import type { QueueOptions } from 'nestjs-pg-jobs';
 
 interface Row {
   workload: string;
@@ -40,6 +41,16 @@ async function onFreshDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
 }
 
 type Sample = Record<string, number>;
+
+/**
+ * The drain of c=50 x1 with its task in a named queue: with no limits (it must cost nothing), and
+ * with each cluster-wide limit set too high to bind (what serialising the queue's claims costs).
+ */
+const QUEUE_DRAINS: readonly (readonly [string, QueueOptions])[] = [
+  ['drain c=50 x1, named queue, no limits', {}],
+  ['drain c=50 x1, globalConcurrency 10^6', { globalConcurrency: 1_000_000 }],
+  ['drain c=50 x1, rateLimit 10^6/s', { rateLimit: { limit: 1_000_000, periodSeconds: 1 } }],
+];
 
 /** One repetition of every workload for one side, as named figures. */
 async function measure(side: QueueUnderTest): Promise<Sample> {
@@ -69,6 +80,16 @@ async function measure(side: QueueUnderTest): Promise<Sample> {
   sample['latency p95'] = lat.p95;
   sample['latency p99'] = lat.p99;
   sample['latency max'] = lat.max;
+  // Named queues (the baseline has none: its figures are its plain drain and latency, as above).
+  for (const [name, limits] of QUEUE_DRAINS) {
+    sample[name] =
+      side === library
+        ? perSecond((await onFreshDatabase((url) => drainQueued(url, limits))).ms)
+        : sample['drain c=50 x1'];
+  }
+  const tenQueues = side === library ? latency(await onFreshDatabase(latencyTenQueues)) : lat;
+  sample['latency p50, 10 limited queues'] = tenQueues.p50;
+  sample['latency p95, 10 limited queues'] = tenQueues.p95;
   return sample;
 }
 
@@ -107,6 +128,21 @@ console.log(
   `\n${JOBS} jobs per throughput workload, ${LATENCY_JOBS} for latency, ${REPETITIONS} repetitions, PostgreSQL from ${server.source}.\n`,
 );
 console.log(lines.join('\n'));
+
+// A queue's cost is its drain against the library's own plain drain, not against the baseline.
+const libraryMedian = (workload: string) =>
+  rows.find((row) => row.workload === workload)!.library.median;
+console.log(
+  `\nNamed queues, against the library's own figure without queues:\n${[
+    ...QUEUE_DRAINS.map(([name]) => [name, 'drain c=50 x1'] as const),
+    ['latency p50, 10 limited queues', 'latency p50'] as const,
+  ]
+    .map(
+      ([workload, plain]) =>
+        `- ${workload}: ${(libraryMedian(workload) / libraryMedian(plain)).toFixed(2)} × ${plain}`,
+    )
+    .join('\n')}`,
+);
 
 const checks = checkTargets((workload) => rows.find((row) => row.workload === workload)!);
 console.log(`\nTargets:\n${checks.map(describeCheck).join('\n')}`);

@@ -368,6 +368,19 @@ describe('POST api/jobs/retry and api/jobs/cancel: every job a filter takes', ()
     expect(await stateOf(added[2].id)).toBe('pending');
   });
 
+  it('cancels only the jobs of the queue asked for', async () => {
+    const { id } = await server.queue.addJob({
+      task: 'queueFiltered',
+      waitUntil: new Date(Date.now() + 3600_000),
+    });
+    expect(await json(post('jobs/cancel?queue=elsewhere'))).toEqual({ cancelled: 0 });
+    expect(await stateOf(id)).toBe('pending');
+    expect(await json(post('jobs/cancel?task=queueFiltered&queue=default'))).toEqual({
+      cancelled: 1,
+    });
+    expect(await stateOf(id)).toBe('cancelled');
+  });
+
   it.each([
     ['retry?state=completed', /"state" must be one or more of failed, interrupted, cancelled/],
     ['cancel?state=failed', /"state" must be one or more of pending, active/],
@@ -375,6 +388,7 @@ describe('POST api/jobs/retry and api/jobs/cancel: every job a filter takes', ()
     ['retry?before=yesterday', /"before" must be an ISO 8601 time/],
     ['retry?before=2026-01-31T12:00:00', /"before" must be an ISO 8601 time/],
     ['cancel?task=no%20spaces', /"task" must be a task name/],
+    ['cancel?queue=no%20spaces', /"queue" must be a queue name/],
     ['cancel?limit=5', /unknown query parameter "limit"/],
   ])('answers 400 to %s, changing nothing', async (path, message) => {
     const { id } = await server.queue.addJob({

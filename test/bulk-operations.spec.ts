@@ -163,11 +163,31 @@ describe('cancelJobs', () => {
   });
 });
 
+it("takes only the jobs of the filter's queue", async () => {
+  await db.query(
+    `INSERT INTO jobs."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt", "completedAt", queue)
+     SELECT gen_random_uuid(), 'nobody', 'failed', 1, 0, now(), now() - interval '1 minute', q
+     FROM unnest(ARRAY['emails', 'emails', 'default']) AS q`,
+  );
+  const queued = async () =>
+    (
+      await db.query<{ queue: string }>(
+        `SELECT queue FROM jobs.jobs WHERE task = 'nobody' ORDER BY queue`,
+      )
+    ).map((row) => row.queue);
+  expect(await app.queue.retryJobs({ queue: 'emails' })).toBe(2);
+  // Queued again in the queue they ran in.
+  expect(await queued()).toEqual(['emails', 'emails']);
+  expect(await app.queue.cancelJobs({ queue: 'default', task: 'nobody' })).toBe(0);
+  expect(await app.queue.cancelJobs({ queue: 'emails' })).toBe(2);
+  expect(await queued()).toEqual([]);
+});
+
 it('counts the jobs each instance cancelled and retried', async () => {
   const counts = async () => {
     const metrics = parsePrometheusText(await app.app.get(JobsMetricsService).metrics());
     return ['retried', 'cancelled'].map(
-      (what) => metrics.get(`nestjs_pg_jobs_${what}_total{task="flaky"}`) ?? 0,
+      (what) => metrics.get(`nestjs_pg_jobs_${what}_total{queue="default",task="flaky"}`) ?? 0,
     );
   };
   const [retriedBefore, cancelledBefore] = await counts();
@@ -188,7 +208,8 @@ it.each([
   ['cancelJobs', { state: 'failed' }, /"state" must be one of pending, active/],
   ['cancelJobs', { task: '' }, /"task" must be a non-empty string/],
   ['cancelJobs', { before: 'yesterday' }, /"before" must be a valid Date; got "yesterday"/],
-  ['cancelJobs', { queue: 'emails' }, /"queue" is not an option/],
+  ['cancelJobs', { queue: '' }, /"queue" must be a non-empty string/],
+  ['cancelJobs', { tenant: 'a' }, /"tenant" is not an option/],
   ['retryJobs', 'failed', /"\(options\)" must be an object/],
 ] as const)(
   '%s throws InvalidJobFilterError for %j, and changes nothing',

@@ -25,7 +25,7 @@ it('claims by walking the claim-order index even when the queue was never analys
 
   // Parameters bound, as the runner sends them: the planner sees the actual limit and tasks.
   const { claim } = runnerSql(toSchemaName('jobs'));
-  const all = await planNodes(db, claim.text, [50, 'planner-test', ['record']]);
+  const all = await planNodes(db, claim.text, [50, 'planner-test', ['record'], ['default']]);
   // The claim's subquery walks jobs_claim_order in order and stops at the limit (the delete then
   // goes to the claimed rows by ctid): nothing reads, or sorts, the whole queue.
   expect(all.filter((node) => node['Index Name'] === 'jobs_claim_order')).toEqual([
@@ -35,6 +35,38 @@ it('claims by walking the claim-order index even when the queue was never analys
     all.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'),
   ).toEqual([]);
 });
+
+it.each([
+  ['claimLimited', []],
+  ['claimLimitedByGroup', [2]],
+] as const)(
+  "claims a limited queue's jobs (%s) by walking the claim-order index on a never-analysed queue",
+  async (statement, groupConcurrency) => {
+    const sql = runnerSql(toSchemaName('jobs'));
+    // The queue holds the 5000 never-analysed jobs of the first test.
+    const [{ queued }] = await db.query<{ queued: number }>(
+      `SELECT count(*)::int AS queued FROM jobs.jobs WHERE task = 'record'`,
+    );
+    expect(queued).toBe(5000);
+    const all = await planNodes(db, sql[statement].text, [
+      50,
+      'planner-test',
+      ['record'],
+      'limited',
+      'jobs',
+      4,
+      100,
+      60,
+      ...groupConcurrency,
+    ]);
+    expect(all.filter((node) => node['Index Name'] === 'jobs_claim_order')).toEqual([
+      expect.objectContaining({ 'Node Type': 'Index Scan' }),
+    ]);
+    expect(
+      all.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'),
+    ).toEqual([]);
+  },
+);
 
 it('judges missed cron jobs row by row on the slot indexes, never by a pass over every slot', async () => {
   // A runOnce schedule with a long past, each of its jobs past its startBy: the claim decides,
@@ -55,7 +87,7 @@ it('judges missed cron jobs row by row on the slot indexes, never by a pass over
   await db.query('ANALYZE jobs."jobScheduleSlot"');
 
   const { claim } = runnerSql(toSchemaName('jobs'));
-  const all = await planNodes(db, claim.text, [50, 'planner-test', ['record']]);
+  const all = await planNodes(db, claim.text, [50, 'planner-test', ['record'], ['default']]);
   // An EXISTS here was planned as one hashed anti-join of all slots per claim (half a second).
   expect(
     all.filter(

@@ -146,9 +146,10 @@ it(
 
     const metrics = await (await fetch(`${url}/metrics`)).text();
     // Two greetings at least: the quarter-hourly cron greeting may have run meanwhile.
-    const completed = /^nestjs_pg_jobs_completed_total\{task="sendGreeting"\} (\d+)$/m.exec(
-      metrics,
-    );
+    const completed =
+      /^nestjs_pg_jobs_completed_total\{task="sendGreeting",queue="default"\} (\d+)$/m.exec(
+        metrics,
+      );
     expect(Number(completed?.[1])).toBeGreaterThanOrEqual(2);
     const schedules = (await (await fetch(`${url}/jobs-admin/api/schedules`)).json()) as {
       schedules: unknown[];

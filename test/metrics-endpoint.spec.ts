@@ -66,36 +66,46 @@ it('reports added, completed and failed counts, durations, queue depth and activ
   const seenRunning = Date.now();
 
   const during = await scrape();
-  expect(during.get('nestjs_pg_jobs_added_total{task="flaky"}')).toBe(6);
-  expect(during.get('nestjs_pg_jobs_added_total{task="nobodyRunsThis"}')).toBe(1);
-  expect(during.get('nestjs_pg_jobs_added_total{task="gated"}')).toBe(1);
-  expect(during.get('nestjs_pg_jobs_completed_total{task="flaky"}')).toBe(4);
-  expect(during.get('nestjs_pg_jobs_failed_total{final="false",task="flaky"}')).toBe(1);
-  expect(during.get('nestjs_pg_jobs_failed_total{final="true",task="flaky"}')).toBe(1);
+  expect(during.get('nestjs_pg_jobs_added_total{queue="default",task="flaky"}')).toBe(6);
+  expect(during.get('nestjs_pg_jobs_added_total{queue="default",task="nobodyRunsThis"}')).toBe(1);
+  expect(during.get('nestjs_pg_jobs_added_total{queue="default",task="gated"}')).toBe(1);
+  expect(during.get('nestjs_pg_jobs_completed_total{queue="default",task="flaky"}')).toBe(4);
   expect(
-    during.get('nestjs_pg_jobs_duration_seconds_count{outcome="completed",task="flaky"}'),
-  ).toBe(4);
-  expect(during.get('nestjs_pg_jobs_duration_seconds_count{outcome="failed",task="flaky"}')).toBe(
-    2,
+    during.get('nestjs_pg_jobs_failed_total{final="false",queue="default",task="flaky"}'),
+  ).toBe(1);
+  expect(during.get('nestjs_pg_jobs_failed_total{final="true",queue="default",task="flaky"}')).toBe(
+    1,
   );
-  expect(during.get('nestjs_pg_jobs_queue_depth{task="flaky"}')).toBe(1);
-  expect(during.get('nestjs_pg_jobs_queue_depth{task="nobodyRunsThis"}')).toBe(1);
-  expect(during.get('nestjs_pg_jobs_queue_depth{task="gated"}')).toBe(0);
-  expect(during.get('nestjs_pg_jobs_active{task="gated"}')).toBe(1);
-  expect(during.get('nestjs_pg_jobs_active{task="flaky"}')).toBe(0);
+  expect(
+    during.get(
+      'nestjs_pg_jobs_duration_seconds_count{outcome="completed",queue="default",task="flaky"}',
+    ),
+  ).toBe(4);
+  expect(
+    during.get(
+      'nestjs_pg_jobs_duration_seconds_count{outcome="failed",queue="default",task="flaky"}',
+    ),
+  ).toBe(2);
+  expect(during.get('nestjs_pg_jobs_queue_depth{queue="default",task="flaky"}')).toBe(1);
+  expect(during.get('nestjs_pg_jobs_queue_depth{queue="default",task="nobodyRunsThis"}')).toBe(1);
+  expect(during.get('nestjs_pg_jobs_queue_depth{queue="default",task="gated"}')).toBe(0);
+  expect(during.get('nestjs_pg_jobs_active{queue="default",task="gated"}')).toBe(1);
+  expect(during.get('nestjs_pg_jobs_active{queue="default",task="flaky"}')).toBe(0);
 
   const released = Date.now();
   openGate();
   await endedFor(gated, 'completed');
   const after = await scrape();
-  expect(after.get('nestjs_pg_jobs_active{task="gated"}')).toBe(0);
-  expect(after.get('nestjs_pg_jobs_completed_total{task="gated"}')).toBe(1);
-  expect(after.get('nestjs_pg_jobs_duration_seconds_count{outcome="completed",task="gated"}')).toBe(
-    1,
-  );
+  expect(after.get('nestjs_pg_jobs_active{queue="default",task="gated"}')).toBe(0);
+  expect(after.get('nestjs_pg_jobs_completed_total{queue="default",task="gated"}')).toBe(1);
+  expect(
+    after.get(
+      'nestjs_pg_jobs_duration_seconds_count{outcome="completed",queue="default",task="gated"}',
+    ),
+  ).toBe(1);
   // It ran at least from when the test saw it running until the test let it finish.
   const seconds = after.get(
-    'nestjs_pg_jobs_duration_seconds_sum{outcome="completed",task="gated"}',
+    'nestjs_pg_jobs_duration_seconds_sum{outcome="completed",queue="default",task="gated"}',
   )!;
   expect(seconds * 1000).toBeGreaterThanOrEqual(released - seenRunning - 5);
 });

@@ -105,6 +105,10 @@ describe('a bad @JobTask() option fails the boot with a message naming the class
     [{ name: 'a', retries: 3 }, /"retries" on BadlyConfigured is not an option; got 3/],
     [{ name: 'a', worker: 'yes' }, /"worker" on BadlyConfigured must be a boolean; got "yes"/],
     [
+      { name: 'a', queue: 'e mails' },
+      /"queue" on BadlyConfigured must be 1-200 letters, digits or "_.:-"; got "e mails"/,
+    ],
+    [
       { name: 'a', timezone: 'Europe/Berlin' },
       /"timezone" on BadlyConfigured only applies to a task with a "cron" schedule/,
     ],

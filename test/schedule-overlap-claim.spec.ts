@@ -76,7 +76,7 @@ it("judges overlap: 'skip' on the active attempts and the slot indexes, never by
   await dueSlots('planned', [2, 1]);
 
   const { claim } = runnerSql(toSchemaName('jobs'));
-  const all = await planNodes(db, claim.text, [50, 'planner-test', ['record']]);
+  const all = await planNodes(db, claim.text, [50, 'planner-test', ['record'], ['default']]);
   // The active run is looked for among the active attempts only.
   expect(all.some((node) => node['Index Name'] === 'job_history_active')).toBe(true);
   expect(

@@ -203,10 +203,12 @@ it('counts give-ups and snoozes in the metrics', async () => {
   await waitFor('the snooze', async () => (await history(id))?.state === 'snoozed');
   const after = await scrape();
   const added = (sample: string) => (after.get(sample) ?? 0) - (before.get(sample) ?? 0);
-  expect(added('nestjs_pg_jobs_gave_up_total{task="hopeless"}')).toBe(1);
-  expect(added('nestjs_pg_jobs_gave_up_total{task="paced"}')).toBe(1);
-  expect(added('nestjs_pg_jobs_failed_total{final="true",task="hopeless"}')).toBe(1);
-  expect(added('nestjs_pg_jobs_snoozed_total{task="napOnce"}')).toBe(1);
+  expect(added('nestjs_pg_jobs_gave_up_total{queue="default",task="hopeless"}')).toBe(1);
+  expect(added('nestjs_pg_jobs_gave_up_total{queue="default",task="paced"}')).toBe(1);
+  expect(added('nestjs_pg_jobs_failed_total{final="true",queue="default",task="hopeless"}')).toBe(
+    1,
+  );
+  expect(added('nestjs_pg_jobs_snoozed_total{queue="default",task="napOnce"}')).toBe(1);
 });
 
 describe('the options are checked at boot', () => {

@@ -3,6 +3,7 @@
 // The module and its options.
 export { JobsModule } from './jobs.module.js';
 export type { JobsModuleOptions } from './options/jobs-module-options.interface.js';
+export type { QueueOptions, QueueRateLimit } from './options/queue-options.interface.js';
 
 // Defaults of the options (durations in seconds).
 export {
@@ -29,6 +30,7 @@ export {
   DEFAULT_HISTORY_PRUNE_BATCH_SIZE,
   DEFAULT_MAX_RESULT_BYTES,
   DEFAULT_PROGRESS_INTERVAL,
+  DEFAULT_QUEUE,
 } from './options/defaults.js';
 
 // Task handlers: the decorator and what a handler implements and receives.
@@ -52,6 +54,7 @@ export type {
   RetryableJobState,
   CancellableJobState,
 } from './queue/job-filter.interface.js';
+export type { QueueInfo } from './queues/queue-info.interface.js';
 
 // Maintenance: abandoned attempts and history retention.
 export { ReaperService } from './reaper/reaper.service.js';

@@ -15,6 +15,7 @@ import { attemptOverrun, OVERRUN_HAZARD } from './options/attempt-overrun.js';
 import { JOBS_OPTIONS } from './options/resolved-options.js';
 import type { ResolvedJobsOptions } from './options/resolved-options.js';
 import { CompletionWaiters } from './queue/completion-waiters.js';
+import { QueueStateService } from './queues/queue-state.service.js';
 import { ReaperService } from './reaper/reaper.service.js';
 import { RetentionService } from './retention/retention.service.js';
 import { JobRunner } from './runner/job-runner.service.js';
@@ -52,6 +53,7 @@ export class JobsLifecycle
     @Inject(CronPlannerService) private readonly planner: CronPlannerService,
     @Inject(WorkerPool) private readonly workerPool: WorkerPool,
     @Inject(InstanceHeartbeat) private readonly heartbeat: InstanceHeartbeat,
+    @Inject(QueueStateService) private readonly queues: QueueStateService,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -94,15 +96,20 @@ export class JobsLifecycle
       else if (notification.event === 'cancelJob')
         this.runner.cancel(notification.id, notification.attempt);
       else if (notification.event === 'progress') this.runner.progressHeard(notification);
+      else if (notification.event === 'queuePaused')
+        this.queues.apply(notification.queue, notification.paused);
       else this.waiters.settle(notification);
     });
     this.listener.onConnected(() => {
       this.runner.wake();
       void this.runner.abortCancelled().catch(() => undefined);
       void this.waiters.catchUp().catch(() => undefined);
+      void this.queues.refresh().catch(() => undefined);
     });
     await this.listener.start();
     this.waiters.start();
+    // Before the first claim: a paused queue's jobs must not start on a booting instance.
+    await this.queues.start();
     // Registered before anything is claimed: a peer's reaper takes an unregistered executor for dead.
     await this.heartbeat.start();
     if (this.options.runJobs) await this.reaper.start();
@@ -128,6 +135,7 @@ export class JobsLifecycle
       // draining failed: a heartbeat left ticking would keep the process alive.
       await this.heartbeat.stop();
       await this.waiters.stop();
+      await this.queues.stop();
     }
   }
 

@@ -15,6 +15,7 @@ import { JOBS_OPTIONS } from './options/resolved-options.js';
 import type { ResolvedJobsOptions } from './options/resolved-options.js';
 import { CompletionWaiters } from './queue/completion-waiters.js';
 import { JobQueueService } from './queue/job-queue.service.js';
+import { QueueStateService } from './queues/queue-state.service.js';
 import { ReaperService } from './reaper/reaper.service.js';
 import { RetentionService } from './retention/retention.service.js';
 import { JobRunner } from './runner/job-runner.service.js';
@@ -52,6 +53,7 @@ import { WorkerPool } from './worker-pool/worker-pool.service.js';
     TaskRegistry,
     NotificationListener,
     CompletionWaiters,
+    QueueStateService,
     LifecycleEmitter,
     JobEventsService,
     JobQueueService,

@@ -36,10 +36,16 @@ export function parseJobId(value: unknown): string {
 }
 
 export function parseScheduleName(value: unknown): string {
+  return parseName('schedule', value);
+}
+
+export function parseQueueName(value: unknown): string {
+  return parseName('queue', value);
+}
+
+function parseName(kind: 'schedule' | 'queue', value: unknown, parameter = 'name'): string {
   if (typeof value !== 'string' || !NAME_PATTERN.test(value)) {
-    throw bad(
-      `"name" must be a schedule name (1-200 letters, digits or "_.:-"); got ${show(value)}`,
-    );
+    throw bad(`"${parameter}" must be a ${kind} name (${NAME_RULE}); got ${show(value)}`);
   }
   return value;
 }
@@ -62,18 +68,19 @@ export function parseJobListQuery(query: Record<string, unknown>): JobListQuery 
 }
 
 /**
- * The filter of a bulk retry or cancel: `task`, `state` (one of `states`, or several separated by
- * commas) and `before` (an ISO 8601 time).
+ * The filter of a bulk retry or cancel: `task`, `queue`, `state` (one of `states`, or several
+ * separated by commas) and `before` (an ISO 8601 time).
  */
 export function parseJobFilter<State extends JobState>(
   query: Record<string, unknown>,
   states: readonly State[],
 ): JobFilter<State> {
-  onlyKeys(query, ['task', 'state', 'before']);
-  const { task, state, before } = query;
+  onlyKeys(query, ['task', 'queue', 'state', 'before']);
+  const { task, queue, state, before } = query;
   if (task !== undefined && (typeof task !== 'string' || !NAME_PATTERN.test(task))) {
     throw bad(`"task" must be a task name (${NAME_RULE}); got ${show(task)}`);
   }
+  if (queue !== undefined) parseName('queue', queue, 'queue');
   const listed = typeof state === 'string' ? state.split(',') : [];
   if (state !== undefined && !listed.every((one) => states.includes(one as State))) {
     throw bad(
@@ -88,6 +95,7 @@ export function parseJobFilter<State extends JobState>(
   }
   return {
     ...(task !== undefined && { task: task as string }),
+    ...(queue !== undefined && { queue: queue as string }),
     ...(state !== undefined && { state: listed as State[] }),
     ...(time && { before: time }),
   };

@@ -29,14 +29,14 @@ function el(tag, attrs, children) {
 const when = (value) => (value ? new Date(value).toLocaleString() : "");
 const secs = (value) => (value === null || value === undefined ? "none" : Math.round(value) + " s");
 const json = (value) => { const text = JSON.stringify(value); return text.length > 120 ? text.slice(0, 117) + "..." : text; };
-function fill(tbody, rows, columns, empty) {
+function fill(tbody, rows, columns, empty, attrs = (row) => ({ "data-job-id": row.id || "" })) {
   tbody.replaceChildren();
   if (rows.length === 0) {
     tbody.append(el("tr", {}, [el("td", { colspan: String(columns.length), class: "empty", text: empty })]));
     return;
   }
   for (const row of rows) {
-    tbody.append(el("tr", { "data-job-id": row.id || "" }, columns.map((column) => {
+    tbody.append(el("tr", attrs(row), columns.map((column) => {
       const value = column(row);
       return el("td", {}, [value instanceof Node ? value : document.createTextNode(String(value ?? ""))]);
     })));
@@ -49,6 +49,7 @@ function act(path, done) {
 }
 const JOB_DONE = { retry: " queued again.", cancel: " cancelled." };
 const SCHEDULE_DONE = { pause: " paused.", resume: " resumed.", trigger: " triggered: one run now." };
+const QUEUE_DONE = { pause: " paused.", resume: " resumed." };
 function retryFailed(task) {
   return api("jobs/retry?state=failed&task=" + encodeURIComponent(task), { method: "POST", headers: { "X-Jobs-Admin": "1" } })
     .then((body) => { say(body.retried + " failed job(s) of " + task + " queued again."); return refresh(); })
@@ -71,6 +72,18 @@ function progress(value) {
   if (typeof value !== "number") return json(value);
   const bar = el("progress", { max: "100", value: String(value), title: value + " %" });
   return el("span", {}, [bar, document.createTextNode(" " + Math.round(value) + " %")]);
+}
+function queueButton(queue) {
+  const action = queue.paused ? "resume" : "pause";
+  return el("button", { type: "button", "data-queue-action": action, text: queue.paused ? "Resume" : "Pause", onclick: () => act("queues/" + encodeURIComponent(queue.name) + "/" + action, "Queue " + queue.name + QUEUE_DONE[action]) });
+}
+function limits(queue) {
+  const parts = [];
+  if (queue.concurrency !== undefined) parts.push(queue.concurrency + " per instance");
+  if (queue.globalConcurrency !== undefined) parts.push(queue.globalConcurrency + " in the cluster");
+  if (queue.rateLimit !== undefined) parts.push(queue.rateLimit.limit + " starts / " + queue.rateLimit.periodSeconds + " s");
+  if (queue.groupConcurrency !== undefined) parts.push(queue.groupConcurrency + " per group");
+  return parts.join(", ") || "none";
 }
 function chart(minutes) {
   const svg = $("chart");
@@ -105,11 +118,13 @@ function refresh() {
     api("jobs?state=completed&limit=20"),
     api("schedules"),
     api("throughput?minutes=60"),
-  ]).then(([stats, failed, pending, active, completed, schedules, throughput]) => {
+    api("queues"),
+  ]).then(([stats, failed, pending, active, completed, schedules, throughput, queues]) => {
     const t = stats.totals;
     for (const key of ["pending", "due", "active", "completed", "failed"]) $("total-" + key).textContent = String(t[key]);
     $("total-oldest").textContent = secs(t.oldestPendingAgeSeconds);
     fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
+    fill($("queues"), queues.queues, [(r) => r.name, (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.due, (r) => r.active, limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name }));
     fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorMessage || "" }), (r) => when(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
     fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, (r) => when(r.waitUntil), (r) => r.attempt, (r) => r.lastErrorMessage || "", (r) => button("Cancel", "cancel", r.id)], "Nothing queued.");
     fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt), (r) => progress(r.progress), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
@@ -164,6 +179,8 @@ export const DASHBOARD_HTML = `<!doctype html>
 <div class="axis"><span>60 min ago</span><span>now</span></div>
 <h2>By task <small>(completed and failed: last 60 minutes)</small></h2>
 <table><thead><tr><th>Task</th><th>Pending</th><th>Due</th><th>Active</th><th>Completed</th><th>Failed</th><th>Oldest due</th><th></th></tr></thead><tbody id="tasks"></tbody></table>
+<h2>Queues <small>(limits as this instance has them configured)</small></h2>
+<table><thead><tr><th>Queue</th><th>State</th><th>Pending</th><th>Due</th><th>Active</th><th>Limits</th><th></th></tr></thead><tbody id="queues"></tbody></table>
 <h2>Failed</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Error</th><th>Failed at</th><th></th></tr></thead><tbody id="failed"></tbody></table>
 <h2>Pending</h2>

@@ -19,6 +19,7 @@ import {
   parseMinutes,
   parseNoQuery,
   parseScheduleName,
+  parseQueueName,
 } from './admin-input.js';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.page.js';
 import { JobsAdminService } from './jobs-admin.service.js';
@@ -117,6 +118,26 @@ export function createAdminController(
     trigger(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
       requireActionHeader(marker);
       return this.admin.triggerSchedule(parseScheduleName(name));
+    }
+
+    @Get('api/queues')
+    queues(@Query() query: Query) {
+      parseNoQuery(query);
+      return this.admin.queues();
+    }
+
+    @Post('api/queues/:name/pause')
+    @HttpCode(200)
+    pauseQueue(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.setQueuePaused(parseQueueName(name), true);
+    }
+
+    @Post('api/queues/:name/resume')
+    @HttpCode(200)
+    resumeQueue(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.setQueuePaused(parseQueueName(name), false);
     }
 
     @Get('api/throughput')

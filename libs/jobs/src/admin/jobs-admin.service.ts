@@ -7,7 +7,9 @@ import type { ScheduleInfo } from '../schedule/cron-schedule.interface.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { UnknownScheduleError } from '../errors/jobs.errors.js';
 import type { CancelJobsFilter, RetryJobsFilter } from '../queue/job-filter.interface.js';
+import { TaskRegistry } from '../discovery/task-registry.js';
 import type { JobInfo } from '../queue/job-info.interface.js';
+import type { QueueInfo } from '../queues/queue-info.interface.js';
 import { JobQueueService } from '../queue/job-queue.service.js';
 import { DEFAULT_STATS_MINUTES } from './admin-input.js';
 import type { JobListQuery } from './admin-input.js';
@@ -65,6 +67,7 @@ export class JobsAdminService implements OnModuleInit {
   private db!: JobsDatabase;
   private queue!: JobQueueService;
   private planner!: CronPlannerService;
+  private tasks!: TaskRegistry;
   private sql!: AdminSql;
 
   constructor(@Inject(ModuleRef) private readonly moduleRef: ModuleRef) {}
@@ -73,6 +76,7 @@ export class JobsAdminService implements OnModuleInit {
     this.db = findInApp(this.moduleRef, JobsDatabase, 'JobsAdminModule');
     this.queue = findInApp(this.moduleRef, JobQueueService, 'JobsAdminModule');
     this.planner = findInApp(this.moduleRef, CronPlannerService, 'JobsAdminModule');
+    this.tasks = findInApp(this.moduleRef, TaskRegistry, 'JobsAdminModule');
     this.sql = adminSql(this.db.schema);
   }
 
@@ -89,7 +93,13 @@ export class JobsAdminService implements OnModuleInit {
         : state === 'active'
           ? this.db.query<ListedJob>(this.sql.listActive, [task, ...page])
           : this.db.query<ListedJob>(this.sql.listEnded, [state, task, ...page]));
-    const jobs = rows.slice(0, limit).map(({ sortAt: _sortAt, ...job }) => job);
+    const jobs = rows
+      .slice(0, limit)
+      .map(({ sortAt: _sortAt, ...job }) =>
+        job.state === 'pending'
+          ? { ...job, queue: this.tasks.pendingQueueOf(job.task, job.queue) }
+          : job,
+      );
     return { jobs, hasMore: rows.length > limit };
   }
 
@@ -203,6 +213,17 @@ export class JobsAdminService implements OnModuleInit {
     const found = (await this.planner.listSchedules()).find((schedule) => schedule.name === name);
     if (!found) throw new NotFoundException(`No schedule is named ${JSON.stringify(name)}.`);
     return found;
+  }
+
+  /** Every queue with its state, counts and limits (`JobQueueService.getQueues()`). */
+  async queues(): Promise<{ queues: QueueInfo[] }> {
+    return { queues: await this.queue.getQueues() };
+  }
+
+  /** Pauses (`true`) or resumes a queue on every instance; returns the queues as they are then. */
+  async setQueuePaused(name: string, paused: boolean): Promise<{ queues: QueueInfo[] }> {
+    await (paused ? this.queue.pauseQueue(name) : this.queue.resumeQueue(name));
+    return this.queues();
   }
 
   private async refuse(id: string, action: string, allowed: string): Promise<never> {

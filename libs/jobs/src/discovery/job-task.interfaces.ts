@@ -83,6 +83,11 @@ export interface JobTaskOptions {
   /** Seconds an attempt of this task may run. Default: the module's `taskTimeout`. */
   timeout?: number;
   /**
+   * The queue this task's jobs belong to: its limits (module option `queues`) apply to them, and
+   * pausing it stops them from starting. Default `'default'`.
+   */
+  queue?: string;
+  /**
    * Run this task in the worker-thread pool rather than in the app's thread. The class belongs in
    * the module named by the JobsModule option `workerModule`, which every pool thread boots: it is
    * built there with its dependencies, and `ctx.signal` works as in-process. The payload and the

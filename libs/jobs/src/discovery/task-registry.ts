@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DiscoveryService, Reflector } from '@nestjs/core';
 import { InvalidTaskHandlerError } from '../errors/jobs.errors.js';
+import { DEFAULT_QUEUE } from '../options/defaults.js';
 import { JOB_TASK_METADATA } from './job-task.decorator.js';
 import type { JobTaskHandler, JobTaskOptions } from './job-task.interfaces.js';
 import { validateTaskOptions } from './validate-task-options.js';
@@ -93,6 +94,21 @@ export class TaskRegistry {
 
   get(name: string): RegisteredTask | undefined {
     return this.tasks.get(name);
+  }
+
+  /** The queue of a task this instance knows; `undefined` for another task. */
+  queueOf(name: string): string | undefined {
+    const task = this.tasks.get(name);
+    return task && (task.options.queue ?? DEFAULT_QUEUE);
+  }
+
+  /**
+   * The queue a pending job of task `name` will run in, as far as this instance can tell: its
+   * task's queue here, else the one it was enqueued under (an instance that enqueues a task it has
+   * no handler for files it under the default queue; the instance that runs it applies its own).
+   */
+  pendingQueueOf(name: string, enqueuedUnder: string): string {
+    return this.queueOf(name) ?? enqueuedUnder;
   }
 
   /** Names of the tasks this instance runs, sorted: what the runner claims. */

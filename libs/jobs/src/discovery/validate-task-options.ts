@@ -8,6 +8,7 @@ const KNOWN_OPTIONS = new Set<string>([
   'name',
   'maxRetries',
   'timeout',
+  'queue',
   'worker',
   'cron',
   'timezone',
@@ -44,6 +45,10 @@ export function validateTaskOptions(options: unknown, handler: string): JobTaskO
   }
   if (options.maxRetries !== undefined) integer('maxRetries', options.maxRetries, 0);
   seconds('timeout', options.timeout, 1);
+  const { queue } = options;
+  if (queue !== undefined && (typeof queue !== 'string' || !NAME_PATTERN.test(queue))) {
+    throw fail('queue', queue, `must be ${NAME_RULE}`);
+  }
   flag('worker', options.worker, false);
   if (options.backoff !== undefined && typeof options.backoff !== 'function') {
     throw fail(

@@ -23,6 +23,11 @@ export type JobLifecycleEventType = JobLifecycleEvent['type'];
 export interface JobEventBase {
   readonly id: string;
   readonly task: string;
+  /**
+   * The job's queue: for `added`, the queue this instance knows for the task (`default` for a task
+   * it has no handler for); otherwise the one the claim recorded.
+   */
+  readonly queue: string;
   /** This instance's clock. */
   readonly at: Date;
 }

@@ -4,10 +4,15 @@ import type { JobLifecycleEvent, SkipReason } from './job-lifecycle-event.interf
 
 type Listener = (event: JobLifecycleEvent) => void;
 
-/** The part of a claimed job an event needs. */
-interface Attempt {
+/** The part of a job every event needs. */
+interface JobRef {
   readonly id: string;
   readonly task: string;
+  readonly queue: string;
+}
+
+/** The part of a claimed job an event needs. */
+interface Attempt extends JobRef {
   readonly attempt: number;
 }
 
@@ -38,10 +43,10 @@ export class LifecycleEmitter {
     return () => this.listeners.delete(listener);
   }
 
-  added(jobs: readonly { id: string; task: string }[]): void {
+  added(jobs: readonly JobRef[]): void {
     if (this.listeners.size === 0) return;
     const at = new Date();
-    for (const { id, task } of jobs) this.emit({ type: 'added', id, task, at });
+    for (const { id, task, queue } of jobs) this.emit({ type: 'added', id, task, queue, at });
   }
 
   started(job: Attempt): void {
@@ -52,6 +57,7 @@ export class LifecycleEmitter {
       type: 'started',
       id: job.id,
       task: job.task,
+      queue: job.queue,
       attempt: job.attempt,
       at: new Date(),
     });
@@ -63,6 +69,7 @@ export class LifecycleEmitter {
       type: 'completed',
       id: job.id,
       task: job.task,
+      queue: job.queue,
       attempt: job.attempt,
       durationMs: this.duration(job),
       at: new Date(),
@@ -75,6 +82,7 @@ export class LifecycleEmitter {
       type: 'failed',
       id: job.id,
       task: job.task,
+      queue: job.queue,
       attempt: job.attempt,
       durationMs: this.duration(job),
       error: error.message,
@@ -90,6 +98,7 @@ export class LifecycleEmitter {
       type: 'snoozed',
       id: job.id,
       task: job.task,
+      queue: job.queue,
       attempt: job.attempt,
       durationMs: this.duration(job),
       seconds,
@@ -104,6 +113,7 @@ export class LifecycleEmitter {
       type: 'progress',
       id: job.id,
       task: job.task,
+      queue: job.queue,
       attempt: job.attempt,
       progress,
       at: new Date(),
@@ -111,21 +121,28 @@ export class LifecycleEmitter {
   }
 
   /** A cron job this instance's claim recorded `skipped` instead of starting it, and why. */
-  skipped(job: { id: string; task: string }, reason: SkipReason): void {
+  skipped(job: JobRef, reason: SkipReason): void {
     if (this.listeners.size === 0) return;
-    this.emit({ type: 'skipped', id: job.id, task: job.task, reason, at: new Date() });
+    this.emit({
+      type: 'skipped',
+      id: job.id,
+      task: job.task,
+      queue: job.queue,
+      reason,
+      at: new Date(),
+    });
   }
 
-  cancelled(jobs: readonly { id: string; task: string }[]): void {
+  cancelled(jobs: readonly JobRef[]): void {
     if (this.listeners.size === 0) return;
     const at = new Date();
-    for (const { id, task } of jobs) this.emit({ type: 'cancelled', id, task, at });
+    for (const { id, task, queue } of jobs) this.emit({ type: 'cancelled', id, task, queue, at });
   }
 
-  retried(jobs: readonly { id: string; task: string }[]): void {
+  retried(jobs: readonly JobRef[]): void {
     if (this.listeners.size === 0) return;
     const at = new Date();
-    for (const { id, task } of jobs) this.emit({ type: 'retried', id, task, at });
+    for (const { id, task, queue } of jobs) this.emit({ type: 'retried', id, task, queue, at });
   }
 
   private duration(job: Attempt): number {

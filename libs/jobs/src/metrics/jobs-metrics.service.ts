@@ -25,6 +25,8 @@ const DURATION_BUCKETS = [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 300, 900];
 /**
  * Prometheus metrics of the queue (prom-client).
  *
+ * Every metric is labelled with the task and its queue (`queue`).
+ *
  * Counters and the duration histogram count what this instance did (sum them across instances);
  * `queue_depth` and `active` are read from the database at each scrape and describe the whole
  * cluster (every instance reports the same values: aggregate them with `max`, not `sum`).
@@ -36,15 +38,15 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
   /** The registry the metrics are in. */
   readonly registry: MetricsRegistry;
   private readonly logger = new Logger('JobsMetricsService');
-  private readonly added: Counter<'task'>;
-  private readonly completed: Counter<'task'>;
-  private readonly failed: Counter<'task' | 'final'>;
-  private readonly skipped: Counter<'task'>;
-  private readonly cancelled: Counter<'task'>;
-  private readonly retried: Counter<'task'>;
-  private readonly snoozed: Counter<'task'>;
-  private readonly gaveUp: Counter<'task'>;
-  private readonly duration: Histogram<'task' | 'outcome'>;
+  private readonly added: Counter<'task' | 'queue'>;
+  private readonly completed: Counter<'task' | 'queue'>;
+  private readonly failed: Counter<'task' | 'queue' | 'final'>;
+  private readonly skipped: Counter<'task' | 'queue'>;
+  private readonly cancelled: Counter<'task' | 'queue'>;
+  private readonly retried: Counter<'task' | 'queue'>;
+  private readonly snoozed: Counter<'task' | 'queue'>;
+  private readonly gaveUp: Counter<'task' | 'queue'>;
+  private readonly duration: Histogram<'task' | 'queue' | 'outcome'>;
   private db?: JobsDatabase;
   private tasks?: TaskRegistry;
   private sql?: ReturnType<typeof metricsSql>;
@@ -64,69 +66,69 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
     this.added = new Counter({
       name: `${prefix}added_total`,
       help: 'Jobs enqueued by this instance.',
-      labelNames: ['task'],
+      labelNames: ['task', 'queue'],
       registers,
     });
     this.completed = new Counter({
       name: `${prefix}completed_total`,
       help: 'Job attempts this instance completed.',
-      labelNames: ['task'],
+      labelNames: ['task', 'queue'],
       registers,
     });
     this.failed = new Counter({
       name: `${prefix}failed_total`,
       help: 'Job attempts that failed on this instance; final="true" when no retry was left.',
-      labelNames: ['task', 'final'],
+      labelNames: ['task', 'queue', 'final'],
       registers,
     });
     this.skipped = new Counter({
       name: `${prefix}skipped_total`,
       help: "Cron jobs this instance's claims skipped: missed their slot's missedSlotGrace, or overlapped a run (overlap: 'skip').",
-      labelNames: ['task'],
+      labelNames: ['task', 'queue'],
       registers,
     });
     this.cancelled = new Counter({
       name: `${prefix}cancelled_total`,
       help: 'Jobs this instance cancelled, queued or running (cancelJob, cancelJobs).',
-      labelNames: ['task'],
+      labelNames: ['task', 'queue'],
       registers,
     });
     this.retried = new Counter({
       name: `${prefix}retried_total`,
       help: 'Jobs that had ended for good and that this instance queued again (retryJobs, the dashboard).',
-      labelNames: ['task'],
+      labelNames: ['task', 'queue'],
       registers,
     });
     this.snoozed = new Counter({
       name: `${prefix}snoozed_total`,
       help: 'Job attempts on this instance whose task snoozed the job (ctx.snooze): requeued, no retry used.',
-      labelNames: ['task'],
+      labelNames: ['task', 'queue'],
       registers,
     });
     this.gaveUp = new Counter({
       name: `${prefix}gave_up_total`,
       help: 'Jobs whose task gave up on this instance (UnrecoverableJobError, or backoff answered giveUp) with retries left.',
-      labelNames: ['task'],
+      labelNames: ['task', 'queue'],
       registers,
     });
     this.duration = new Histogram({
       name: `${prefix}duration_seconds`,
       help: 'Run time of the job attempts this instance ended.',
-      labelNames: ['task', 'outcome'],
+      labelNames: ['task', 'queue', 'outcome'],
       buckets: DURATION_BUCKETS,
       registers,
     });
     new Gauge({
       name: `${prefix}queue_depth`,
       help: 'Jobs waiting in the queue (due or not), across all instances.',
-      labelNames: ['task'],
+      labelNames: ['task', 'queue'],
       registers,
       collect: this.collector(() => this.sql?.queueDepth),
     });
     new Gauge({
       name: `${prefix}active`,
       help: 'Jobs running now, across all instances.',
-      labelNames: ['task'],
+      labelNames: ['task', 'queue'],
       registers,
       collect: this.collector(() => this.sql?.active),
     });
@@ -164,50 +166,60 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
    */
   private collector(statement: () => string | undefined) {
     const logger = this.logger;
-    const read = (text: string) => this.db!.query<{ task: string; n: number }>(text);
-    const knownTasks = () => this.tasks?.names ?? [];
-    return async function (this: Gauge<'task'>): Promise<void> {
+    const read = (text: string) => this.db!.query<{ task: string; queue: string; n: number }>(text);
+    const tasks = () => this.tasks!;
+    return async function (this: Gauge<'task' | 'queue'>): Promise<void> {
       const text = statement();
       if (!text) return;
-      let rows: { task: string; n: number }[];
+      let rows: { task: string; queue: string; n: number }[];
       try {
         rows = await read(text);
       } catch (err) {
         logger.warn(`Reading queue gauges failed: ${toError(err).message}`);
         return;
       }
+      // Every task this instance runs gets a line, and each task's jobs are counted under the queue
+      // they will run in (see TaskRegistry.pendingQueueOf): rows of one task enqueued under two
+      // queues add up.
+      const counts = new Map<string, { task: string; queue: string; n: number }>();
+      const add = (task: string, queue: string, n: number) => {
+        const key = JSON.stringify([task, queue]);
+        counts.set(key, { task, queue, n: (counts.get(key)?.n ?? 0) + n });
+      };
+      for (const task of tasks().names) add(task, tasks().queueOf(task)!, 0);
+      for (const row of rows) add(row.task, tasks().pendingQueueOf(row.task, row.queue), row.n);
       this.reset();
-      for (const task of knownTasks()) this.set({ task }, 0);
-      for (const row of rows) this.set({ task: row.task }, row.n);
+      for (const { task, queue, n } of counts.values()) this.set({ task, queue }, n);
     };
   }
 
   private count(event: JobLifecycleEvent): void {
+    const labels = { task: event.task, queue: event.queue };
     switch (event.type) {
       case 'added':
-        this.added.inc({ task: event.task });
+        this.added.inc(labels);
         break;
       case 'completed':
-        this.completed.inc({ task: event.task });
-        this.duration.observe({ task: event.task, outcome: 'completed' }, event.durationMs / 1000);
+        this.completed.inc(labels);
+        this.duration.observe({ ...labels, outcome: 'completed' }, event.durationMs / 1000);
         break;
       case 'failed':
-        this.failed.inc({ task: event.task, final: String(!event.willRetry) });
-        if (event.gaveUp) this.gaveUp.inc({ task: event.task });
-        this.duration.observe({ task: event.task, outcome: 'failed' }, event.durationMs / 1000);
+        this.failed.inc({ ...labels, final: String(!event.willRetry) });
+        if (event.gaveUp) this.gaveUp.inc(labels);
+        this.duration.observe({ ...labels, outcome: 'failed' }, event.durationMs / 1000);
         break;
       case 'snoozed':
-        this.snoozed.inc({ task: event.task });
-        this.duration.observe({ task: event.task, outcome: 'snoozed' }, event.durationMs / 1000);
+        this.snoozed.inc(labels);
+        this.duration.observe({ ...labels, outcome: 'snoozed' }, event.durationMs / 1000);
         break;
       case 'skipped':
-        this.skipped.inc({ task: event.task });
+        this.skipped.inc(labels);
         break;
       case 'cancelled':
-        this.cancelled.inc({ task: event.task });
+        this.cancelled.inc(labels);
         break;
       case 'retried':
-        this.retried.inc({ task: event.task });
+        this.retried.inc(labels);
         break;
     }
   }

@@ -21,6 +21,8 @@ export type JobsNotification =
       readonly id: string;
       readonly attempt: number;
     }
+  /** A queue was paused or resumed: every instance applies it to its claims at once. */
+  | { readonly event: 'queuePaused'; readonly queue: string; readonly paused: boolean }
   | ProgressNotification;
 
 /**
@@ -31,6 +33,7 @@ export interface ProgressNotification {
   readonly event: 'progress';
   readonly id: string;
   readonly task: string;
+  readonly queue: string;
   readonly attempt: number;
   readonly instance: string;
   readonly progress?: unknown;
@@ -41,7 +44,12 @@ export const NOTIFIED_PROGRESS_BYTES = 1024;
 
 /** The notification of an attempt's progress, `json` being its value as written. */
 export function progressNotification(
-  job: { readonly id: string; readonly task: string; readonly attempt: number },
+  job: {
+    readonly id: string;
+    readonly task: string;
+    readonly queue: string;
+    readonly attempt: number;
+  },
   instance: string,
   json: string,
 ): string {
@@ -52,6 +60,7 @@ export function progressNotification(
     event: 'progress',
     id: job.id,
     task: job.task,
+    queue: job.queue,
     attempt: job.attempt,
     instance,
   } satisfies ProgressNotification);
@@ -75,8 +84,16 @@ export function parseNotification(payload: string | undefined): JobsNotification
       value?.event === 'jobCompleted' ||
       value?.event === 'cancelJob' ||
       value?.event === 'progress'
-    )
+    ) {
       return value as JobsNotification;
+    }
+    if (
+      value?.event === 'queuePaused' &&
+      typeof value.queue === 'string' &&
+      typeof value.paused === 'boolean'
+    ) {
+      return value as JobsNotification;
+    }
   } catch {
     // Not ours: anything may NOTIFY on a channel.
   }

@@ -32,3 +32,5 @@ export const DEFAULT_HISTORY_PRUNE_BATCH_SIZE = 1000;
 export const DEFAULT_MAX_RESULT_BYTES = 1_048_576;
 /** Seconds between two progress writes of one job at most often (`ctx.reportProgress`). */
 export const DEFAULT_PROGRESS_INTERVAL = 1;
+/** The queue of a task whose `@JobTask()` names none. */
+export const DEFAULT_QUEUE = 'default';

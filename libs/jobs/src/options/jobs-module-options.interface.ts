@@ -2,6 +2,7 @@ import type { ResourceLimits } from 'node:worker_threads';
 import type { PoolConfig } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { CronScheduleOptions } from '../schedule/cron-schedule.interface.js';
+import type { QueueOptions } from './queue-options.interface.js';
 
 /**
  * Options of `JobsModule.forRoot()` / `forRootAsync()`. Durations are in seconds, as in the seed's
@@ -67,6 +68,11 @@ export interface JobsModuleOptions {
   workerExecArgv?: string[];
   /** How many jobs this instance runs at once. Default: the resolved `workers`. */
   concurrency?: number;
+  /**
+   * Limits of named queues, by name (see `QueueOptions`). A task joins a queue with
+   * `@JobTask({ queue })`; a queue named by a task but not here has no limits. Default `{}`.
+   */
+  queues?: Readonly<Record<string, QueueOptions>>;
   /** Seconds between polls for due jobs, the backstop for missed notifications. Default 5. */
   pollingCheck?: number;
   /** Seconds between cron planning and reaping rounds. Default 300. */

@@ -12,6 +12,7 @@ import { InvalidModuleOptionError } from '../errors/jobs.errors.js';
 import type { CronScheduleOptions } from '../schedule/cron-schedule.interface.js';
 import * as defaults from './defaults.js';
 import type { JobsModuleOptions } from './jobs-module-options.interface.js';
+import { resolveQueues } from './resolve-queues.js';
 
 /**
  * One option of `JobsModule`: its default, what it means, and its check. The README's options
@@ -104,6 +105,11 @@ export const OPTION_TABLE = {
     doc: 'jobs this instance runs at once',
     resolve: (value: unknown, option: string) =>
       value === undefined ? undefined : integer(option, value, 1),
+  },
+  queues: {
+    default: '`{}`',
+    doc: 'named queues: `{ [name]: { concurrency?, globalConcurrency?, rateLimit?, groupConcurrency?, paused? } }`',
+    resolve: resolveQueues,
   },
   pollingCheck: duration(
     defaults.DEFAULT_POLLING_CHECK,

@@ -150,3 +150,68 @@ describe('missedSlotGrace', () => {
     );
   });
 });
+
+describe('queues', () => {
+  it('resolves each queue by name, with no limit where none is given', () => {
+    const { queues } = resolveJobsOptions({
+      connection: 'x',
+      queues: {
+        emails: {
+          concurrency: 2,
+          globalConcurrency: 5,
+          rateLimit: { limit: 100, periodSeconds: 60 },
+        },
+        imports: { paused: true },
+      },
+    });
+    expect([...queues.values()]).toEqual([
+      {
+        name: 'emails',
+        concurrency: 2,
+        globalConcurrency: 5,
+        rateLimit: { limit: 100, periodSeconds: 60 },
+        groupConcurrency: undefined,
+        paused: false,
+      },
+      {
+        name: 'imports',
+        concurrency: undefined,
+        globalConcurrency: undefined,
+        rateLimit: undefined,
+        groupConcurrency: undefined,
+        paused: true,
+      },
+    ]);
+    expect(resolveJobsOptions({ connection: 'x' }).queues.size).toBe(0);
+  });
+
+  it.each([
+    [[], '"queues" must be an object of queue options by queue name; got []'],
+    [{ 'a b': {} }, '"queues.a b" must be named with 1-200 letters, digits or "_.:-"'],
+    [{ emails: 5 }, '"queues.emails" must be an object; got 5'],
+    [{ emails: { limit: 5 } }, '"queues.emails.limit" is not an option; got 5'],
+    [
+      { emails: { globalConcurrency: 0 } },
+      '"queues.emails.globalConcurrency" must be an integer >= 1; got 0',
+    ],
+    [
+      { emails: { groupConcurrency: 1.5 } },
+      '"queues.emails.groupConcurrency" must be an integer >= 1; got 1.5',
+    ],
+    [
+      { emails: { rateLimit: { limit: 10 } } },
+      '"queues.emails.rateLimit.periodSeconds" must be a positive number of seconds; got undefined',
+    ],
+    [
+      { emails: { rateLimit: { limit: 0, periodSeconds: 1 } } },
+      '"queues.emails.rateLimit.limit" must be an integer >= 1; got 0',
+    ],
+    [
+      { emails: { rateLimit: { limit: 1, periodSeconds: 1, burst: 2 } } },
+      '"queues.emails.rateLimit.burst" is not an option; got 2',
+    ],
+    [{ emails: { paused: 'yes' } }, '"queues.emails.paused" must be a boolean; got "yes"'],
+  ])('refuses %j, naming the option by its path', (queues, message) => {
+    expect(() => resolveJobsOptions({ connection: 'x', queues: queues as never })).toThrow(message);
+  });
+});

@@ -1,6 +1,7 @@
 import type { ResourceLimits } from 'node:worker_threads';
 import type { DatabaseOptions } from '../database/jobs-database.js';
 import type { ValidatedSchedule } from '../schedule/validate-schedule.js';
+import type { ResolvedQueueOptions } from './resolve-queues.js';
 
 /**
  * `JobsModuleOptions` after validation, with every default applied. Internal. `connection`,
@@ -17,6 +18,8 @@ export interface ResolvedJobsOptions extends DatabaseOptions {
   readonly workerStartTimeout: number;
   readonly workerExecArgv?: readonly string[];
   readonly concurrency: number;
+  /** The `queues` option: each configured queue's limits, by name. */
+  readonly queues: ReadonlyMap<string, ResolvedQueueOptions>;
   readonly pollingCheck: number;
   readonly scheduledCheck: number;
   readonly maxRetries: number;

@@ -1,8 +1,9 @@
 import type { EntityManager } from 'typeorm';
 
 /**
- * What to enqueue. The seed's fields keep their meaning; `priority`, `uniqueKey` and `manager` are
- * new.
+ * What to enqueue. The seed's fields keep their meaning; `priority`, `uniqueKey`, `groupKey` and
+ * `manager` are new. There is no `queue`: a job is in its task's queue (`@JobTask({ queue })`), so
+ * that a queue's limits hold for every job of the tasks they protect.
  *
  * @publicApi
  */
@@ -32,6 +33,13 @@ export interface AddJobOptions<Payload = unknown> {
    * the job starts.
    */
   uniqueKey?: string;
+  /**
+   * The job's group (a tenant id, for example), for its queue's `groupConcurrency`: at most that
+   * many jobs of one group run at once across the cluster, and one group's backlog does not hold
+   * back another's. Without a `groupConcurrency` on the queue it is only recorded. At most 200
+   * characters.
+   */
+  groupKey?: string;
   /**
    * Enqueue inside this TypeORM transaction: the job exists (and is notified) only if it commits.
    * The manager must belong to the same database as the module.

@@ -9,6 +9,11 @@ import type { JobState } from './job-info.interface.js';
 export interface JobFilter<State extends JobState> {
   /** Only the jobs of this task. */
   task?: string;
+  /**
+   * Only the jobs of this queue: for a job that ran, the queue it ran in; for a pending one, the
+   * queue its enqueuing instance knew for its task (`default` for a cron job until it starts).
+   */
+  queue?: string;
   /** Only the jobs in this state, or in one of these. */
   state?: State | readonly State[];
   /** Only the jobs enqueued before this time (the job's `createdAt`, kept across its attempts). */

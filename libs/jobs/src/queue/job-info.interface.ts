@@ -32,4 +32,11 @@ export interface JobInfo {
    * until it reports its own.
    */
   progress: unknown;
+  /**
+   * Its queue: the one its task's instance recorded when it started; while it waits to run, the
+   * one the enqueuing instance knew for the task (`default` for a task it has no handler for).
+   */
+  queue: string;
+  /** `AddJobOptions.groupKey`, or `null`. */
+  groupKey: string | null;
 }

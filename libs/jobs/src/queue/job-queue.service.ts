@@ -23,6 +23,8 @@ import type { QueueSql } from './queue.sql.js';
 import { JobsTelemetry } from '../telemetry/jobs-telemetry.js';
 import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
 import { validateJob } from './validate-job.js';
+import { QueueStateService } from '../queues/queue-state.service.js';
+import type { QueueInfo } from '../queues/queue-info.interface.js';
 import type { JobDefaults, ValidatedJob } from './validate-job.js';
 import { validateJobFilter, validateWaitOptions } from './validate-queue-calls.js';
 import type { WaitForJobOptions } from './wait-for-job-options.interface.js';
@@ -52,7 +54,7 @@ interface AwaitedJobRow {
 /** What one batch of a bulk statement did. */
 interface BatchRow {
   readonly picked: number;
-  readonly jobs: { id: string; task: string }[];
+  readonly jobs: { id: string; task: string; queue: string }[];
 }
 
 /**
@@ -73,15 +75,17 @@ export class JobQueueService {
   constructor(
     @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
-    @Inject(TaskRegistry) registry: TaskRegistry,
+    @Inject(TaskRegistry) private readonly registry: TaskRegistry,
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
     @Inject(LifecycleEmitter) private readonly events: LifecycleEmitter,
     @Inject(JobsTelemetry) private readonly telemetry: JobsTelemetry,
+    @Inject(QueueStateService) private readonly queues: QueueStateService,
   ) {
     this.sql = queueSql(db.schema);
     this.channel = channelFor(db.schema);
     this.defaults = {
       taskMaxRetries: (task) => registry.get(task)?.options.maxRetries,
+      taskQueue: (task) => registry.queueOf(task),
       isKnownTask: (task) => registry.get(task) !== undefined,
       knownTasks: () => registry.names,
       allowUnknownTasks: options.allowUnknownTasks,
@@ -126,7 +130,8 @@ export class JobQueueService {
   async getJob(id: string): Promise<JobInfo | null> {
     assertJobId(id);
     const [row] = await this.db.query<JobInfo>(this.sql.getJob, [id]);
-    return row ?? null;
+    if (row?.state !== 'pending') return row ?? null;
+    return { ...row, queue: this.registry.pendingQueueOf(row.task, row.queue) };
   }
 
   /**
@@ -191,9 +196,10 @@ export class JobQueueService {
         queued: boolean;
         state: string | null;
         task: string | null;
+        queue: string;
       }>(this.sql.cancelJob, [id, this.channel]);
       if (row.task !== null) {
-        this.reportCancelled([{ id, task: row.task }]);
+        this.reportCancelled([{ id, task: row.task, queue: row.queue }]);
         return true;
       }
       // Seen queued or running, yet neither write found it there: it moved, so look again.
@@ -208,7 +214,7 @@ export class JobQueueService {
    * anything is changed.
    */
   async cancelJobs(filter: CancelJobsFilter = {}): Promise<number> {
-    const { task, states, before } = validateJobFilter(filter, CANCELLABLE, CANCELLABLE);
+    const { task, queue, states, before } = validateJobFilter(filter, CANCELLABLE, CANCELLABLE);
     // Only jobs enqueued before the call: a producer adding jobs meanwhile cannot keep it going.
     const now = await this.databaseNow();
     const bound = before !== null && before < now ? before : now;
@@ -217,14 +223,14 @@ export class JobQueueService {
     if (states.includes('pending')) {
       cancelled += await this.inBatches(
         this.sql.cancelQueuedJobs,
-        [task, bound, this.channel, BULK_BATCH_SIZE],
+        [task, bound, this.channel, BULK_BATCH_SIZE, queue],
         (jobs) => this.reportCancelled(jobs),
       );
     }
     if (states.includes('active')) {
       cancelled += await this.inBatches(
         this.sql.cancelRunningJobs,
-        [task, bound, this.channel, BULK_BATCH_SIZE],
+        [task, bound, this.channel, BULK_BATCH_SIZE, queue],
         (jobs) => this.reportCancelled(jobs),
       );
     }
@@ -240,7 +246,11 @@ export class JobQueueService {
    * `InvalidJobFilterError` on a bad filter, before anything is changed.
    */
   async retryJobs(filter: RetryJobsFilter = {}): Promise<number> {
-    const { task, states, before } = validateJobFilter(filter, RETRYABLE, RETRIED_BY_DEFAULT);
+    const { task, queue, states, before } = validateJobFilter(
+      filter,
+      RETRYABLE,
+      RETRIED_BY_DEFAULT,
+    );
     // Only jobs that ended before the call: one that fails again meanwhile is not taken twice.
     const now = await this.databaseNow();
     return this.inBatches(
@@ -255,6 +265,7 @@ export class JobQueueService {
         null,
         this.channel,
         NEW_JOB_NOTIFICATION,
+        queue,
       ],
       (jobs) => this.events.retried(jobs),
     );
@@ -276,12 +287,13 @@ export class JobQueueService {
       id,
       this.channel,
       NEW_JOB_NOTIFICATION,
+      null,
     ]);
     this.events.retried(row.jobs);
     return row.jobs.length > 0;
   }
 
-  private reportCancelled(jobs: readonly { id: string; task: string }[]): void {
+  private reportCancelled(jobs: BatchRow['jobs']): void {
     for (const { id } of jobs) this.waiters.settle({ id, state: 'cancelled' });
     this.events.cancelled(jobs);
   }
@@ -317,6 +329,28 @@ export class JobQueueService {
       if (settled !== undefined) return settled;
     }
     throw new Error(`Gave up ${what}: the job kept moving between the queue and its history.`);
+  }
+
+  /**
+   * Pauses a queue on every instance: none starts a job of it any more (within a notification's
+   * delay, else within `pollingCheck`), running jobs finish, and enqueueing still works. The state
+   * is stored: it outlives restarts. A queue unknown to this instance may be paused too.
+   */
+  pauseQueue(name: string): Promise<void> {
+    return this.queues.setPaused(name, true);
+  }
+
+  /** Resumes a paused queue on every instance; its due jobs start at once. */
+  resumeQueue(name: string): Promise<void> {
+    return this.queues.setPaused(name, false);
+  }
+
+  /**
+   * The queues this instance configures or runs tasks of, those stored paused or resumed, and
+   * those holding jobs: state, counts across the cluster, and the limits configured here.
+   */
+  getQueues(): Promise<QueueInfo[]> {
+    return this.queues.list();
   }
 
   private async insert(
@@ -389,6 +423,8 @@ export class JobQueueService {
           this.channel,
           NEW_JOB_NOTIFICATION,
           traceContext,
+          sharedOrEach(remaining, (job) => job.queue),
+          remaining.map((job) => job.groupKey),
         ],
       );
       const keyedInserted = new Set(keyedIds);

@@ -8,14 +8,15 @@ import type { SchemaName } from '../database/schema-name.js';
 export function queueSql({ quoted: s }: SchemaName) {
   /**
    * The jobs a bulk call's filter matches, on a `jobs` or `jobHistory` row aliased `a`: its task
-   * ($1, or any) and its creation before $2 (or any). The one place a filter becomes SQL: a new
-   * field of `JobFilter` (the queue, once named queues exist) is one more condition here.
+   * ($1, or any), its creation before $2 (or any) and its queue (`queue`, a parameter, or any). The
+   * one place a filter becomes SQL: a new field of `JobFilter` is one more condition here.
    */
-  const matching = (a: string) =>
-    `($1::text IS NULL OR ${a}.task = $1) AND ($2::timestamptz IS NULL OR ${a}."createdAt" < $2)`;
+  const matching = (a: string, queue: string) =>
+    `($1::text IS NULL OR ${a}.task = $1) AND ($2::timestamptz IS NULL OR ${a}."createdAt" < $2)
+     AND (${queue}::text IS NULL OR ${a}.queue = ${queue})`;
 
   /**
-   * The CTEs that cancel jobs, in one statement, ending with `cancelled` (id, task, awaited) and
+   * The CTEs that cancel jobs, in one statement, ending with `cancelled` (id, task, awaited, queue) and
    * `told` (the notifications sent):
    * - the queued ones among `queuedIds` leave the queue and their history says `cancelled`;
    * - the running ones among `runningIds` have their active attempt ended `cancelled`, fenced like
@@ -33,19 +34,21 @@ export function queueSql({ quoted: s }: SchemaName) {
         DELETE FROM ${s}.jobs WHERE id = ANY(${queuedIds}) RETURNING *
       ), dequeued AS (
         INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
-                                             "wasScheduled", awaited, "createdAt", "completedAt")
+                                             "wasScheduled", awaited, "createdAt", "completedAt", queue,
+                                             "groupKey")
         SELECT id, task, 'cancelled', payload, priority, retries, "maxRetries", "isScheduled", awaited,
-               "createdAt", now()
+               "createdAt", now(), queue, "groupKey"
         FROM removed
         ON CONFLICT (id) DO UPDATE SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now()
-        RETURNING id, task, awaited
+        RETURNING id, task, awaited, queue
       ), stopped AS (
         UPDATE ${s}."jobHistory"
         SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now()
         WHERE id = ANY(${runningIds}) AND state = 'active'
-        RETURNING id, task, attempt, awaited
+        RETURNING id, task, attempt, awaited, queue
       ), cancelled AS (
-        SELECT id, task, awaited FROM dequeued UNION ALL SELECT id, task, awaited FROM stopped
+        SELECT id, task, awaited, queue FROM dequeued
+        UNION ALL SELECT id, task, awaited, queue FROM stopped
       ), told AS (
         SELECT pg_notify(${channel}, json_build_object('event', 'jobCompleted', 'id', id, 'state', 'cancelled')::text)
         FROM cancelled WHERE awaited
@@ -62,26 +65,26 @@ export function queueSql({ quoted: s }: SchemaName) {
    * skipped, and the caller looks that pending job up; a job without a key always goes in, or the
    * statement fails.
    *
-   * A NOT NULL column whose value every job shares ($2, $4, $6, $7, $9) may arrive as a
+   * A NOT NULL column whose value every job shares ($2, $4, $6, $7, $9, $15) may arrive as a
    * one-element array: unnest pads it with NULLs, which its one element fills.
    *
    * $1 id[] $2 task[] $3 payload[] $4 priority[] $5 waitUntil[] $6 maxRetries[] $7 isScheduled[]
    * $8 uniqueKey[] $9 awaited[] $10 createdBy $11 notify $12 channel $13 notification
-   * $14 traceContext (of the whole batch: one enqueue, one span)
+   * $14 traceContext (of the whole batch: one enqueue, one span) $15 queue[] $16 groupKey[]
    */
   const insertJobs = (onKeyConflict: string) =>
     preparedStatement(`
       WITH input AS (
         SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[],
-                             $6::int[], $7::bool[], $8::text[], $9::bool[])
+                             $6::int[], $7::bool[], $8::text[], $9::bool[], $15::text[], $16::text[])
           WITH ORDINALITY AS t(id, task, payload, priority, "waitUntil", "maxRetries", "isScheduled",
-                               "uniqueKey", awaited, position)
+                               "uniqueKey", awaited, queue, "groupKey", position)
       ), inserted AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", "maxRetries", "isScheduled",
-                               "uniqueKey", awaited, "createdBy", "traceContext")
+                               "uniqueKey", awaited, "createdBy", "traceContext", queue, "groupKey")
         SELECT id, coalesce(task, $2[1]), payload, coalesce(priority, $4[1]), coalesce("waitUntil", now()),
                coalesce("maxRetries", $6[1]), coalesce("isScheduled", $7[1]), "uniqueKey",
-               coalesce(awaited, $9[1]), $10, $14::jsonb
+               coalesce(awaited, $9[1]), $10, $14::jsonb, coalesce(queue, $15[1]), "groupKey"
         FROM input ORDER BY position
         ${onKeyConflict}
         RETURNING id, "waitUntil", "uniqueKey"
@@ -105,13 +108,14 @@ export function queueSql({ quoted: s }: SchemaName) {
     getJob: preparedStatement(`
       SELECT j.id, j.task, 'pending' AS state, j.payload, j.priority, j.retries AS attempt,
              j."maxRetries", j."waitUntil", j."createdAt", h."startedAt", h."completedAt",
-             h."lastErrorMessage", h."executedBy", NULL::jsonb AS result, h.progress
+             h."lastErrorMessage", h."executedBy", NULL::jsonb AS result, h.progress, j.queue,
+             j."groupKey"
       FROM ${s}.jobs j LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
       WHERE j.id = $1
       UNION ALL
       SELECT h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries", NULL,
              h."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy",
-             h.result, h.progress
+             h.result, h.progress, h.queue, h."groupKey"
       FROM ${s}."jobHistory" h
       WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)`),
 
@@ -132,33 +136,33 @@ export function queueSql({ quoted: s }: SchemaName) {
         '$2',
       )}
       SELECT EXISTS (SELECT 1 FROM queued) AS queued, (SELECT state FROM ran) AS state,
-             (SELECT task FROM cancelled) AS task, (SELECT count(*) FROM told)::int AS told`,
+             (SELECT task FROM cancelled) AS task, (SELECT queue FROM cancelled) AS queue, (SELECT count(*) FROM told)::int AS told`,
 
     /**
      * Cancels up to $4 queued jobs matching the filter, locking them first: a job being claimed is
      * waited for, then left out (it is running by the time this commits, and `cancelRunningJobs`,
      * run after this, finds it). Returns how many it picked: fewer than $4 means none is left.
-     * $1 task $2 created before $3 channel $4 batch size
+     * $1 task $2 created before $3 channel $4 batch size $5 queue
      */
     cancelQueuedJobs: `
       WITH picked AS (
-        SELECT id FROM ${s}.jobs j WHERE ${matching('j')} LIMIT $4 FOR UPDATE
+        SELECT id FROM ${s}.jobs j WHERE ${matching('j', '$5')} LIMIT $4 FOR UPDATE
       ), ${cancelling('ARRAY(SELECT id FROM picked)', `'{}'::uuid[]`, '$3')}
       SELECT (SELECT count(*) FROM picked)::int AS picked,
-             COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task)) FROM cancelled), '[]') AS jobs,
+             COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task, 'queue', queue)) FROM cancelled), '[]') AS jobs,
              (SELECT count(*) FROM told)::int AS told`,
 
     /**
      * Cancels up to $4 running jobs matching the filter (their active attempts, as `cancelJob`
      * does). An attempt that ends meanwhile keeps its ending. $1 task $2 created before $3 channel
-     * $4 batch size
+     * $4 batch size $5 queue
      */
     cancelRunningJobs: `
       WITH picked AS (
-        SELECT id FROM ${s}."jobHistory" h WHERE h.state = 'active' AND ${matching('h')} LIMIT $4
+        SELECT id FROM ${s}."jobHistory" h WHERE h.state = 'active' AND ${matching('h', '$5')} LIMIT $4
       ), ${cancelling(`'{}'::uuid[]`, 'ARRAY(SELECT id FROM picked)', '$3')}
       SELECT (SELECT count(*) FROM picked)::int AS picked,
-             COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task)) FROM cancelled), '[]') AS jobs,
+             COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task, 'queue', queue)) FROM cancelled), '[]') AS jobs,
              (SELECT count(*) FROM told)::int AS told`,
 
     /**
@@ -172,28 +176,29 @@ export function queueSql({ quoted: s }: SchemaName) {
      * job claimed by then (no longer in a state it retries).
      *
      * $1 task $2 created before $3 createdBy $4 batch size $5 state[] $6 ended by (or null) $7 id
-     * (or null) $8 channel $9 newJob notification
+     * (or null) $8 channel $9 newJob notification $10 queue
      */
     retryJobs: `
       WITH picked AS (
         SELECT h.id FROM ${s}."jobHistory" h
         WHERE h.state = ANY($5::text[]) AND h."completedAt" IS NOT NULL
           AND ($6::timestamptz IS NULL OR h."completedAt" <= $6) AND ($7::uuid IS NULL OR h.id = $7)
-          AND ${matching('h')} AND NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = h.id)
+          AND ${matching('h', '$10')} AND NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = h.id)
         LIMIT $4
         FOR UPDATE
       ), requeued AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled",
-                               "createdBy", "createdAt")
-        SELECT id, task, payload, priority, attempt, attempt, "wasScheduled", $3, "createdAt"
+                               "createdBy", "createdAt", queue, "groupKey")
+        SELECT id, task, payload, priority, attempt, attempt, "wasScheduled", $3, "createdAt", queue,
+               "groupKey"
         FROM ${s}."jobHistory" WHERE id = ANY(ARRAY(SELECT id FROM picked))
         ON CONFLICT (id) DO NOTHING
-        RETURNING id, task
+        RETURNING id, task, queue
       ), woken AS (
         SELECT pg_notify($8, $9) WHERE EXISTS (SELECT 1 FROM requeued)
       )
       SELECT (SELECT count(*) FROM picked)::int AS picked,
-             COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task)) FROM requeued), '[]') AS jobs,
+             COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task, 'queue', queue)) FROM requeued), '[]') AS jobs,
              (SELECT count(*) FROM woken)::int AS woken`,
 
     /** The database's clock: the bound of a bulk call's batches. */

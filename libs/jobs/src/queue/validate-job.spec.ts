@@ -4,6 +4,8 @@ import type { JobDefaults } from './validate-job.js';
 
 const defaults: JobDefaults = {
   taskMaxRetries: (task) => (task === 'picky' ? 1 : undefined),
+  taskQueue: (task) =>
+    task === 'picky' ? 'picky-queue' : task === 'known' ? 'default' : undefined,
   isKnownTask: (task) => task === 'known' || task === 'picky',
   knownTasks: () => ['known', 'picky'],
   allowUnknownTasks: false,
@@ -35,5 +37,24 @@ describe('validateJob', () => {
     expect(() => validateJob({ task: 'known', promise: 'yes' as never }, defaults)).toThrow(
       InvalidJobOptionsError,
     );
+  });
+
+  it("files a job under its task's queue, and an unknown task's under the default queue", () => {
+    expect(validateJob({ task: 'picky' }, defaults).queue).toBe('picky-queue');
+    expect(validateJob({ task: 'other' }, { ...defaults, allowUnknownTasks: true }).queue).toBe(
+      'default',
+    );
+  });
+
+  it('takes a groupKey as a non-empty string of at most 200 characters', () => {
+    expect(validateJob({ task: 'known', groupKey: 'tenant-1' }, defaults).groupKey).toBe(
+      'tenant-1',
+    );
+    expect(validateJob({ task: 'known' }, defaults).groupKey).toBeNull();
+    for (const groupKey of ['', 'x'.repeat(201), 42]) {
+      expect(() => validateJob({ task: 'known', groupKey: groupKey as never }, defaults)).toThrow(
+        InvalidJobOptionsError,
+      );
+    }
   });
 });

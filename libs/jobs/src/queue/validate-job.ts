@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { serialisePayload } from '../common/json-payload.js';
 import { INT4_MAX } from '../common/option-checks.js';
 import { InvalidJobOptionsError, UnknownTaskError } from '../errors/jobs.errors.js';
+import { DEFAULT_QUEUE } from '../options/defaults.js';
 import type { AddJobOptions } from './add-job-options.interface.js';
 
 /** A job that passed every check, ready for the insert. */
@@ -16,16 +17,24 @@ export interface ValidatedJob {
   readonly isScheduled: boolean;
   readonly uniqueKey: string | null;
   readonly awaited: boolean;
+  /** The queue of its task, as far as this instance knows it. */
+  readonly queue: string;
+  readonly groupKey: string | null;
 }
 
 export interface JobDefaults {
   /** The task's own `maxRetries`, if it is registered here; `undefined` for unknown tasks. */
   taskMaxRetries(task: string): number | undefined;
+  /** The task's queue, if it is registered here; `undefined` for unknown tasks. */
+  taskQueue(task: string): string | undefined;
   isKnownTask(task: string): boolean;
   knownTasks(): readonly string[];
   readonly allowUnknownTasks: boolean;
   readonly maxRetries: number;
 }
+
+/** A group key is a label (a tenant id), compared on every claim of its queue: kept short. */
+const MAX_GROUP_KEY = 200;
 
 const KNOWN_KEYS = new Set<string>([
   'task',
@@ -38,6 +47,7 @@ const KNOWN_KEYS = new Set<string>([
   'priority',
   'uniqueKey',
   'manager',
+  'groupKey',
 ]);
 
 /** Every check of an `addJob` argument, in one place, before anything touches the database. */
@@ -73,6 +83,17 @@ export function validateJob(options: AddJobOptions, defaults: JobDefaults): Vali
   if (uniqueKey !== undefined && (typeof uniqueKey !== 'string' || uniqueKey.length === 0)) {
     throw new InvalidJobOptionsError('uniqueKey', uniqueKey, 'must be a non-empty string');
   }
+  const { groupKey } = options;
+  if (
+    groupKey !== undefined &&
+    (typeof groupKey !== 'string' || groupKey.length === 0 || groupKey.length > MAX_GROUP_KEY)
+  ) {
+    throw new InvalidJobOptionsError(
+      'groupKey',
+      groupKey,
+      `must be a non-empty string of at most ${MAX_GROUP_KEY} characters`,
+    );
+  }
   for (const flag of ['isScheduled', 'notify', 'promise'] as const) {
     if (options[flag] !== undefined && typeof options[flag] !== 'boolean') {
       throw new InvalidJobOptionsError(flag, options[flag], 'must be a boolean');
@@ -88,5 +109,7 @@ export function validateJob(options: AddJobOptions, defaults: JobDefaults): Vali
     isScheduled: options.isScheduled ?? false,
     uniqueKey: uniqueKey ?? null,
     awaited: options.promise ?? false,
+    queue: defaults.taskQueue(task) ?? DEFAULT_QUEUE,
+    groupKey: groupKey ?? null,
   };
 }

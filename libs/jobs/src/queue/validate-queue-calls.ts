@@ -29,15 +29,13 @@ export function validateWaitOptions(options: WaitForJobOptions | undefined): num
 /** A filter that passed every check: what the bulk statements take. */
 export interface ValidatedJobFilter<State extends JobState> {
   readonly task: string | null;
+  readonly queue: string | null;
   readonly states: readonly State[];
   readonly before: Date | null;
 }
 
-/**
- * Every field a filter may have. Named queues will add `queue` here, in `validateJobFilter` and in
- * the statements' `matching` (queue.sql.ts).
- */
-const KNOWN_KEYS = new Set<string>(['task', 'state', 'before']);
+/** Every field a filter may have; each is also a condition of the statements' `matching` (queue.sql.ts). */
+const KNOWN_KEYS = new Set<string>(['task', 'queue', 'state', 'before']);
 
 /**
  * Every check of a bulk call's filter, before anything touches the database. `allowed` are the
@@ -52,9 +50,12 @@ export function validateJobFilter<State extends JobState>(
     new InvalidJobFilterError(field, value, expectation);
   const given = filter ?? {};
   assertOptionsObject(given, KNOWN_KEYS, fail);
-  const { task, state, before } = given as JobFilter<State>;
+  const { task, queue, state, before } = given as JobFilter<State>;
   if (task !== undefined && (typeof task !== 'string' || task.length === 0)) {
     throw fail('task', task, 'must be a non-empty string');
+  }
+  if (queue !== undefined && (typeof queue !== 'string' || queue.length === 0)) {
+    throw fail('queue', queue, 'must be a non-empty string');
   }
   const states = state === undefined ? defaults : Array.isArray(state) ? state : [state];
   if (states.length === 0 || states.some((one: unknown) => !allowed.includes(one as State))) {
@@ -63,5 +64,10 @@ export function validateJobFilter<State extends JobState>(
   if (before !== undefined && !(before instanceof Date && !Number.isNaN(before.getTime()))) {
     throw fail('before', before, 'must be a valid Date');
   }
-  return { task: task ?? null, states: [...new Set(states)], before: before ?? null };
+  return {
+    task: task ?? null,
+    queue: queue ?? null,
+    states: [...new Set(states)],
+    before: before ?? null,
+  };
 }

@@ -52,9 +52,9 @@ export function reaperSql({ quoted: s }: SchemaName) {
         RETURNING h.*, c.reason
       ), requeued AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled", awaited,
-                               "createdBy", "createdAt", "traceContext")
+                               "createdBy", "createdAt", "traceContext", queue, "groupKey")
         SELECT id, task, payload, priority, attempt, "maxRetries", "wasScheduled", awaited, $3, "createdAt",
-               "traceContext"
+               "traceContext", queue, "groupKey"
         FROM stranded WHERE attempt <= "maxRetries"
         RETURNING id
       ), woken AS (

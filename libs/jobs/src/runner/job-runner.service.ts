@@ -12,10 +12,12 @@ import type { ProgressNotification } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../queue/completion-waiters.js';
+import { QueueStateService } from '../queues/queue-state.service.js';
 import { JobsTelemetry } from '../telemetry/jobs-telemetry.js';
 import { WorkerPool } from '../worker-pool/worker-pool.service.js';
 import { AttemptEndings } from './attempt-endings.js';
 import { AttemptProgress } from './attempt-progress.js';
+import { QueueClaims } from './queue-claims.js';
 import { runnerSql } from './runner.sql.js';
 import type { ClaimedJob, ClaimRow, RunnerSql } from './runner.sql.js';
 import { RunningAttempts } from './running-attempts.js';
@@ -40,7 +42,9 @@ const SKIP_EXPLANATIONS: Record<SkipReason, string> = {
  * a claim is in flight is remembered and answered with another claim once it returns.
  *
  * A claim that comes back full means more may be waiting: `backlog` is then set, and each attempt
- * that ends claims again, so a busy instance stays busy without waiting for notifications.
+ * that ends claims again, so a busy instance stays busy without waiting for notifications. So does
+ * a queue held back by its limits (`QueueClaims`); one held back by its rate limit is also claimed
+ * again when its window moves on, by a timer.
  *
  * A slot frees when its task settles, not when the ending is written, nor when the attempt times
  * out: an in-process task that ignores its aborted signal keeps running, and keeps its slot until it
@@ -69,6 +73,9 @@ export class JobRunner {
   private readonly endings: AttemptEndings;
   private readonly progress: AttemptProgress;
   private readonly shutdown: ShutdownDrain;
+  private readonly claims: QueueClaims;
+  /** The wake-up of a rate-limited queue whose window moves on, and when it is due. */
+  private rateWake?: { timer: NodeJS.Timeout; at: number };
   private claimInFlight?: Promise<void>;
   private claimScheduled = false;
   private wakeRequested = false;
@@ -84,8 +91,12 @@ export class JobRunner {
     @Inject(WorkerPool) workerPool: WorkerPool,
     @Inject(LifecycleEmitter) private readonly events: LifecycleEmitter,
     @Inject(JobsTelemetry) private readonly telemetry: JobsTelemetry,
+    @Inject(QueueStateService) queueState: QueueStateService,
   ) {
     this.sql = runnerSql(db.schema);
+    this.claims = new QueueClaims(options, db, this.sql, registry, queueState);
+    // A resumed queue may have jobs due, and no notification says so.
+    queueState.onChange(() => this.wake());
     const channel = channelFor(db.schema);
     this.progress = new AttemptProgress(options, db, this.sql, channel, events, this.logger);
     this.tasks = new TaskExecutor(
@@ -197,6 +208,7 @@ export class JobRunner {
   private async drain(): Promise<void> {
     await this.poll.stop();
     try {
+      clearTimeout(this.rateWake?.timer);
       // Jobs that claim brings back are launched before it resolves, so they are drained too.
       await this.claimInFlight;
       // Cancels still reach the attempts that run on while the instance drains.
@@ -207,6 +219,9 @@ export class JobRunner {
   }
 
   private async claimWhileCapacity(): Promise<void> {
+    // Claimed as many as it could: more may be due now, so the loop claims again at once (a queue
+    // held back by its limits waits for an attempt to end instead).
+    let full: boolean;
     try {
       do {
         this.wakeRequested = false;
@@ -221,17 +236,16 @@ export class JobRunner {
           return;
         }
         if (this.claimMayHaveOrphaned) await this.requeueOrphans();
-        const jobs = await this.db.query<ClaimRow>(this.sql.claim, [
-          free,
-          this.options.instanceId,
-          this.registry.names,
-        ]);
+        const round = await this.claims.claim(free, (jobs) => {
+          const skipped = jobs.filter((job) => job.skipped);
+          if (skipped.length > 0) this.reportSkipped(skipped);
+          for (const job of jobs) if (!job.skipped) this.launch(job);
+        });
         // Skipped jobs were taken out of the queue too: they count towards a full claim.
-        this.backlog = jobs.length === free;
-        const skipped = jobs.filter((job) => job.skipped);
-        if (skipped.length > 0) this.reportSkipped(skipped);
-        for (const job of jobs) if (!job.skipped) this.launch(job);
-      } while ((this.wakeRequested || this.backlog) && !this.stopping);
+        full = round.full;
+        this.backlog = round.full || round.heldBack;
+        if (round.rateWakeMs !== undefined) this.wakeIn(round.rateWakeMs);
+      } while ((this.wakeRequested || full) && !this.stopping);
     } catch (err) {
       // Usually nothing was claimed: the statement rolled back and the jobs are still queued. But
       // a reply lost after the commit leaves claimed jobs active here; the next round (the poll's,
@@ -240,6 +254,18 @@ export class JobRunner {
       this.claimMayHaveOrphaned = true;
       this.logger.warn(`Claiming jobs failed: ${toError(err).message}`);
     }
+  }
+
+  /** Claims again in `ms`, unless a wake-up is already due sooner. */
+  private wakeIn(ms: number): void {
+    const at = Date.now() + ms;
+    if (this.rateWake && this.rateWake.at <= at) return;
+    clearTimeout(this.rateWake?.timer);
+    const timer = setTimeout(() => {
+      this.rateWake = undefined;
+      this.wake();
+    }, ms);
+    this.rateWake = { timer, at };
   }
 
   /**
@@ -280,6 +306,7 @@ export class JobRunner {
     };
     this.running.add(attempt);
     this.executing++;
+    this.claims.started(job.queue);
     this.events.started(job);
     void this.execute(attempt).finally(() => {
       this.running.delete(attempt);
@@ -302,6 +329,7 @@ export class JobRunner {
     }
     void (stray ?? Promise.resolve()).then(() => {
       this.executing--;
+      this.claims.settled(job.queue);
       if (this.backlog) this.wake();
     });
     if (attempt.released || attempt.cancelled) {

@@ -9,6 +9,8 @@ export interface ClaimedJob extends AttemptJob {
   readonly priority: number;
   /** Where its enqueue was traced; `null` without telemetry. */
   readonly traceContext: TraceCarrier | null;
+  /** Its task's queue on this instance, which the claim recorded in history. */
+  readonly queue: string;
 }
 
 /** A row of the claim: a claimed job, or a cron job the claim took out of the queue as skipped. */
@@ -17,6 +19,27 @@ export interface ClaimRow extends ClaimedJob {
   readonly skipped: boolean;
   readonly skipReason: SkipReason | null;
 }
+
+/**
+ * A row of a limited queue's claim: a claimed job with what the claim found of the queue's limits,
+ * or, when it claimed nothing, those alone (`id` null).
+ */
+export type LimitedClaimRow = (ClaimRow | { readonly id: null }) & {
+  /**
+   * The queue's cluster-wide limits held this claim back (its allowance was below the limit asked
+   * for, or a group was at its `groupConcurrency`): it may have more jobs due once one ends.
+   */
+  readonly heldBack: boolean;
+  /** Seconds until the oldest start in the rate window leaves it; null without a `rateLimit`. */
+  readonly rateFreesIn: number | null;
+  /** The group-fair walk stopped at its bound: claiming again may find more. */
+  readonly cut: boolean;
+};
+
+/** How many rows a group-fair claim walks at most, per job it may claim. */
+const GROUP_WALK_FACTOR = 10;
+/** The walk's bound in SQL: none when the queue's limits allow nothing. */
+const GROUP_WALK_BOUND = `sign(n)::int * $1::int * ${GROUP_WALK_FACTOR}`;
 
 /**
  * The runner's statements. Each is one round trip, and every write that ends an attempt is fenced
@@ -37,13 +60,14 @@ export function runnerSql({ quoted: s }: SchemaName) {
         RETURNING h.*
       )
       INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled", awaited,
-                             "createdBy", "createdAt", "traceContext")
+                             "createdBy", "createdAt", "traceContext", queue, "groupKey")
       SELECT id, task, payload, priority, attempt - 1, "maxRetries", "wasScheduled", awaited,
-             "executedBy", "createdAt", "traceContext"
+             "executedBy", "createdAt", "traceContext", queue, "groupKey"
       FROM released
       RETURNING id`;
   /**
-   * Why the claimed job `c` is not to be started, or NULL (see `SkipReason`):
+   * Why the claimed job `c` is not to be started at `at` (the claim's start time), or NULL (see
+   * `SkipReason`):
    * - 'missed': not started by its "startBy" (the slot plus its schedule's grace), and, under
    *   'runOnce', not the latest missed slot of its schedule;
    * - 'overlap': its schedule (named by "overlapSchedule", set only under `overlap: 'skip'`) has a
@@ -63,14 +87,14 @@ export function runnerSql({ quoted: s }: SchemaName) {
    * cluster runs jobs), each looked up by its slot row, not from the schedule's slots, of which an
    * every-second schedule keeps thousands.
    */
-  const skipReason = (c: string) => `CASE
+  const skipReason = (c: string, at: string) => `CASE
           WHEN ${c}."startBy" IS NULL THEN NULL
-          WHEN ${c}."startBy" < now() AND COALESCE((
+          WHEN ${c}."startBy" < ${at} AND COALESCE((
             SELECT sc."missedSlots" <> 'runOnce' OR (
               -- Both bounds on slot: an index range, left at the first row found.
               SELECT true FROM ${s}."jobScheduleSlot" later
               WHERE later.schedule = p.schedule AND later.slot > p.slot
-                AND later.slot < now() - make_interval(secs => sc."missedSlotGrace")
+                AND later.slot < ${at} - make_interval(secs => sc."missedSlotGrace")
               LIMIT 1) IS NOT NULL
             FROM ${s}."jobScheduleSlot" p JOIN ${s}."jobSchedule" sc ON sc.name = p.schedule
             WHERE p."jobId" = ${c}.id
@@ -80,7 +104,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
           -- A job's "waitUntil" is its slot: a later slot row at or before now is due.
           WHEN (SELECT true FROM ${s}."jobScheduleSlot" later
                 WHERE later.schedule = ${c}."overlapSchedule" AND later.slot > ${c}."waitUntil"
-                  AND later.slot <= now()
+                  AND later.slot <= ${at}
                 LIMIT 1) IS NOT NULL
             -- A run of the schedule runs its task: the task filter spares the slot look-ups of
             -- other tasks' attempts.
@@ -90,6 +114,113 @@ export function runnerSql({ quoted: s }: SchemaName) {
                       = ${c}."overlapSchedule"
                 LIMIT 1) IS NOT NULL THEN 'overlap'
         END`;
+  /**
+   * The claim (see `claim`) of the jobs `pick` selects and locks (their ctids): deleted from the
+   * queue and recorded in history, `active` or `skipped`, with `queue` (the claiming instance's
+   * queue of the job's task) and `at` as their start time; `before`: CTEs `pick` reads.
+   */
+  const claimOf = ({
+    pick,
+    queue,
+    at,
+    before = '',
+  }: {
+    pick: string;
+    queue: string;
+    at: string;
+    before?: string;
+  }) => `
+      WITH ${before} claimed AS (
+        -- = ANY(ARRAY(...)), not IN (...): the planner turns IN into a hash join over a sequential
+        -- scan of the whole queue; the array is computed once. It holds the rows' ctids, not their
+        -- ids: the delete then goes straight to each row instead of down the primary key. A ctid
+        -- is stable here: the rows are locked from the moment it is read, and the only updates of
+        -- jobs rows (waitForJob's "awaited" flag, migration 6's one-off backfill) leave a row they
+        -- race with for the next claim (see queue.sql.ts, awaitJob).
+        DELETE FROM ${s}.jobs c
+        WHERE ctid = ANY(ARRAY(${pick}
+        ))
+        -- Judged once per row, here: the history row, the queue's state and the reply all read it
+        -- (the expression planned and evaluated once, not once per use).
+        RETURNING *, ${skipReason('c', at)} AS "skipReason"
+      ), started AS (
+        INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
+                                             "wasScheduled", awaited, "executedBy", "lastErrorMessage",
+                                             "createdAt", "startedAt", "completedAt", "traceContext",
+                                             queue, "groupKey")
+        -- A skipped job never started: its attempt stays at the retries it had (0), and it ends now.
+        SELECT id, task, CASE WHEN skipped THEN 'skipped' ELSE 'active' END, payload, priority,
+               retries + CASE WHEN skipped THEN 0 ELSE 1 END, "maxRetries", "isScheduled", awaited, $2,
+               CASE "skipReason"
+                 WHEN 'missed' THEN 'Missed its cron slot: not started by '
+                   || to_char("startBy" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                   || ' (the slot + missedSlotGrace).'
+                 WHEN 'overlap' THEN 'Not started: schedule "' || "overlapSchedule"
+                   || '" had a run active or a later slot due (overlap: ''skip'').'
+               END,
+               "createdAt", CASE WHEN skipped THEN NULL ELSE ${at} END, CASE WHEN skipped THEN ${at} END,
+               "traceContext", ${queue}, "groupKey"
+        FROM claimed c, LATERAL (SELECT c."skipReason" IS NOT NULL AS skipped) k
+        ON CONFLICT (id) DO UPDATE SET
+          state = EXCLUDED.state, attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
+          "executedBy" = EXCLUDED."executedBy", "startedAt" = EXCLUDED."startedAt",
+          "completedAt" = EXCLUDED."completedAt",
+          "lastErrorMessage" = COALESCE(EXCLUDED."lastErrorMessage", h."lastErrorMessage"),
+          queue = EXCLUDED.queue, "groupKey" = EXCLUDED."groupKey", "updatedAt" = now()
+      )`;
+  /** What a claim returns of each claimed job `c` (see `ClaimRow`). */
+  const claimedColumns = (queue: string) =>
+    `c.id, c.task, c.payload, c.priority, c.retries + 1 AS attempt, c."maxRetries", c."traceContext",
+     c."skipReason" IS NOT NULL AS skipped, c."skipReason", ${queue} AS queue`;
+  /**
+   * A limited queue's claim (see `claimLimited`) around `pick`, with the CTEs `walk` it reads, the
+   * `cut` it reports, and whether a group's limit held it back (`groupBound`).
+   */
+  const limitedClaim = (pick: string, walk = '', cut = 'false', groupBound = 'false') => {
+    const at = '(SELECT "lockedAt" FROM allowance)';
+    return `${claimOf({
+      before: `
+      allowance AS MATERIALIZED (
+        SELECT l.*,
+               GREATEST(0, LEAST($1::int, COALESCE($6::int - l.active, $1::int),
+                                 COALESCE($7::int - l.started, $1::int))) AS n,
+               ARRAY(SELECT g.key FROM jsonb_each_text(l."activeByGroup") g
+                     WHERE g.value::int >= ${walk ? '$9::int' : 'NULL::int'}) AS "fullGroups"
+        FROM ${s}."claimQueueLoad"($4::text,
+                                   hashtextextended('nestjs-pg-jobs:queue:' || $5::text || ':' || $4::text, 0),
+                                   $8::float8) l
+      ), ${walk}`,
+      pick,
+      queue: '$4::text',
+      at,
+    })}, recorded AS (
+        -- The queue's state for its next claim: the attempts still active plus those started now,
+        -- and, rate-limited, the window's starts plus this claim's. An upsert: the row may have been
+        -- written after this statement's snapshot (by the previous holder of the lock), and is
+        -- replaced, never read here.
+        INSERT INTO ${s}.queues AS q (name, "activeIds", "activeAttempts", "activeGroups",
+                                      "startTimes", "startCounts")
+        SELECT $4::text, a."activeIds" || s.ids, a."activeAttempts" || s.attempts,
+               a."activeGroups" || s.groups,
+               CASE WHEN $7::int IS NULL OR s.n = 0 THEN a."startTimes" ELSE a."startTimes" || a."lockedAt" END,
+               CASE WHEN $7::int IS NULL OR s.n = 0 THEN a."startCounts" ELSE a."startCounts" || s.n END
+        FROM allowance a,
+             (SELECT coalesce(array_agg(c.id), '{}') AS ids,
+                     coalesce(array_agg(c.retries + 1), '{}') AS attempts,
+                     coalesce(array_agg(c."groupKey"), '{}') AS groups, count(*)::int AS n
+              FROM claimed c WHERE c."skipReason" IS NULL) s
+        ON CONFLICT (name) DO UPDATE SET
+          "activeIds" = EXCLUDED."activeIds", "activeAttempts" = EXCLUDED."activeAttempts",
+          "activeGroups" = EXCLUDED."activeGroups", "startTimes" = EXCLUDED."startTimes",
+          "startCounts" = EXCLUDED."startCounts"
+      )
+      SELECT ${claimedColumns('$4::text')}, a.n < $1::int OR ${groupBound} AS "heldBack",
+             extract(epoch FROM COALESCE(a."firstStart", a."lockedAt") + make_interval(secs => $8::float8)
+                                - a."lockedAt")::float8 AS "rateFreesIn",
+             ${cut} AS cut
+      FROM allowance a LEFT JOIN claimed c ON true
+      ORDER BY c.priority DESC, c."waitUntil", c.seq`;
+  };
   const notifyEnd = (row: string) =>
     `pg_notify($2, json_build_object('event', 'jobCompleted', 'id', ${row}.id, 'state', ${row}.state,
                                      'error', left(${row}."lastErrorMessage", 2000))::text)`;
@@ -102,7 +233,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * The claim is also where a cron slot is judged missed, so that no instance can start a job
      * after its `startBy` (its slot + its schedule's `missedSlotGrace`, set by the planner), however
      * the job got late: every instance down, a boot racing another's planning, a busy queue. The
-     * `now()` it is judged by is the one `startedAt` records: a job that started did so in time. A
+     * time it is judged by is the one `startedAt` records: a job that started did so in time. A
      * missed job is taken out like any other and recorded `skipped` instead of `active`, and the
      * runner does not run it; it counts against the limit, so a claim of only missed jobs still
      * comes back full and the runner claims again. For a `runOnce` schedule a missed job still runs
@@ -112,18 +243,13 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * past their deadline, and for jobs of `overlap: 'skip'` schedules. Such a job is skipped too
      * when its schedule has a run active or a later slot due (see `skipReason`).
      *
-     * $1 limit $2 executedBy $3 task[]
+     * History records each job's queue: $4 holds the queue of each task of $3.
+     *
+     * $1 limit $2 executedBy $3 task[] $4 queue[]
      */
     claim: preparedStatement(`
-      WITH claimed AS (
-        -- = ANY(ARRAY(...)), not IN (...): the planner turns IN into a hash join over a sequential
-        -- scan of the whole queue; the array is computed once. It holds the rows' ctids, not their
-        -- ids: the delete then goes straight to each row instead of down the primary key. A ctid
-        -- is stable here: the rows are locked from the moment it is read, and the only updates of
-        -- jobs rows (waitForJob's "awaited" flag, migration 6's one-off backfill) leave a row they
-        -- race with for the next claim (see queue.sql.ts, awaitJob).
-        DELETE FROM ${s}.jobs c
-        WHERE ctid = ANY(ARRAY(
+      ${claimOf({
+        pick: `
           SELECT ctid FROM ${s}.jobs
           -- The task filter is wrapped in CASE so that the planner cannot estimate it: a plain
           -- task = ANY(...) on a table whose statistics predate the burst being claimed (or that
@@ -133,39 +259,78 @@ export function runnerSql({ quoted: s }: SchemaName) {
           WHERE "waitUntil" <= now() AND CASE WHEN task = ANY($3::text[]) THEN true END
           ORDER BY priority DESC, "waitUntil", seq
           LIMIT $1
-          FOR UPDATE SKIP LOCKED
-        ))
-        -- Judged once per row, here: the history row and the reply both read it (the expression
-        -- planned and evaluated once, not once per use).
-        RETURNING *, ${skipReason('c')} AS "skipReason"
-      ), started AS (
-        INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
-                                             "wasScheduled", awaited, "executedBy", "lastErrorMessage",
-                                             "createdAt", "startedAt", "completedAt", "traceContext")
-        -- A skipped job never started: its attempt stays at the retries it had (0), and it ends now.
-        SELECT id, task, CASE WHEN skipped THEN 'skipped' ELSE 'active' END, payload, priority,
-               retries + CASE WHEN skipped THEN 0 ELSE 1 END, "maxRetries", "isScheduled", awaited, $2,
-               CASE "skipReason"
-                 WHEN 'missed' THEN 'Missed its cron slot: not started by '
-                   || to_char("startBy" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-                   || ' (the slot + missedSlotGrace).'
-                 WHEN 'overlap' THEN 'Not started: schedule "' || "overlapSchedule"
-                   || '" had a run active or a later slot due (overlap: ''skip'').'
-               END,
-               "createdAt", CASE WHEN skipped THEN NULL ELSE now() END, CASE WHEN skipped THEN now() END,
-               "traceContext"
-        FROM claimed c, LATERAL (SELECT c."skipReason" IS NOT NULL AS skipped) k
-        ON CONFLICT (id) DO UPDATE SET
-          state = EXCLUDED.state, attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
-          "executedBy" = EXCLUDED."executedBy", "startedAt" = EXCLUDED."startedAt",
-          "completedAt" = EXCLUDED."completedAt",
-          "lastErrorMessage" = COALESCE(EXCLUDED."lastErrorMessage", h."lastErrorMessage"),
-          "updatedAt" = now()
-      )
-      SELECT id, task, payload, priority, retries + 1 AS attempt, "maxRetries", "traceContext",
-             "skipReason" IS NOT NULL AS skipped, "skipReason"
-      FROM claimed
+          FOR UPDATE SKIP LOCKED`,
+        queue: '($4::text[])[array_position($3::text[], c.task)]',
+        at: 'now()',
+      })}
+      SELECT ${claimedColumns('($4::text[])[array_position($3::text[], c.task)]')}
+      FROM claimed c
       ORDER BY priority DESC, "waitUntil", seq`),
+
+    /**
+     * Claims up to $1 due jobs of the tasks $3 of queue $4, within what the queue's cluster-wide
+     * limits allow, and records them active (the claim above, with the queue's limits):
+     * - claims of one queue are serialised across the cluster by a transaction-scoped advisory
+     *   lock on the queue, taken in `claimQueueLoad` (migration 10), which reads the queue's state
+     *   (its attempts still active, per group, and its starts in the rate window) with a snapshot
+     *   taken after the lock: every claim of the queue that committed before is counted;
+     * - the allowance is $1 bounded by `globalConcurrency` ($6) minus the active attempts and by
+     *   `rateLimit` ($7 per $8 seconds) minus the starts in the window; jobs beyond it stay queued;
+     * - the claim writes the queue's state back with what it started, at the lock's clock, which
+     *   is also the "startedAt" of its jobs (the window is judged on what history shows).
+     * Other queues never wait for it: the lock is the queue's, and its jobs are found by task.
+     *
+     * $1 limit $2 executedBy $3 task[] $4 queue $5 schema name $6 globalConcurrency
+     * $7 rate limit $8 rate period (seconds)
+     */
+    claimLimited: preparedStatement(
+      limitedClaim(`
+          SELECT ctid FROM ${s}.jobs
+          WHERE "waitUntil" <= now() AND CASE WHEN task = ANY($3::text[]) THEN true END
+          ORDER BY priority DESC, "waitUntil", seq
+          LIMIT (SELECT n FROM allowance)
+          FOR UPDATE SKIP LOCKED`),
+    ),
+
+    /**
+     * `claimLimited` for a queue with `groupConcurrency` ($9): at most $9 active jobs per
+     * "groupKey", across the cluster. The claim walks the queue in claim order, leaving out the
+     * groups already at their limit, up to a bound (ten times $1), ranks each group's jobs and takes
+     * at most $9 minus its active ones; so one group's backlog, however long, costs a walk past its
+     * jobs but never holds back another group's. A walk that hit its bound says so (`cut`): the
+     * next claim leaves out the groups this one filled, and finds what lies behind them. The rows
+     * are locked once chosen (the queue's lock keeps other claims of it away meanwhile).
+     *
+     * $1-$8 as `claimLimited` $9 groupConcurrency
+     */
+    claimLimitedByGroup: preparedStatement(
+      limitedClaim(
+        `
+          SELECT ctid FROM ${s}.jobs
+          WHERE ctid = ANY(ARRAY(SELECT ctid FROM picked))
+          FOR UPDATE SKIP LOCKED`,
+        `
+      walked AS MATERIALIZED (
+        SELECT ctid, "groupKey", priority, "waitUntil", seq FROM ${s}.jobs
+        WHERE "waitUntil" <= now() AND CASE WHEN task = ANY($3::text[]) THEN true END
+          AND ("groupKey" IS NULL OR "groupKey" <> ALL((SELECT "fullGroups" FROM allowance)::text[]))
+        ORDER BY priority DESC, "waitUntil", seq
+        LIMIT (SELECT ${GROUP_WALK_BOUND} FROM allowance)
+      ), picked AS (
+        SELECT r.ctid FROM (
+          SELECT w.*, row_number() OVER (PARTITION BY w."groupKey"
+                                         ORDER BY w.priority DESC, w."waitUntil", w.seq) AS rank
+          FROM walked w) r
+        WHERE r."groupKey" IS NULL
+           OR r.rank <= $9::int - COALESCE(((SELECT "activeByGroup" FROM allowance) ->> r."groupKey")::int, 0)
+        ORDER BY r.priority DESC, r."waitUntil", r.seq
+        LIMIT (SELECT n FROM allowance)
+      ),`,
+        `(SELECT count(*) FROM walked) = (SELECT ${GROUP_WALK_BOUND} FROM allowance)`,
+        `cardinality((SELECT "fullGroups" FROM allowance)) > 0
+               OR (SELECT count(*) FROM walked) > (SELECT count(*) FROM picked)`,
+      ),
+    ),
 
     /**
      * Records a batch of successful attempts in one statement (one commit for many jobs: commits,
@@ -205,11 +370,12 @@ export function runnerSql({ quoted: s }: SchemaName) {
         RETURNING *
       ), retried AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
-                               "isScheduled", awaited, "createdBy", "createdAt", "traceContext")
+                               "isScheduled", awaited, "createdBy", "createdAt", "traceContext", queue,
+                               "groupKey")
         SELECT id, task, payload, priority,
                now() + make_interval(secs => COALESCE($8::float8,
                                                       LEAST(power(2, LEAST(attempt - 1, 60)) * $5, $7))),
-               attempt, "maxRetries", "wasScheduled", awaited, $6, "createdAt", "traceContext"
+               attempt, "maxRetries", "wasScheduled", awaited, $6, "createdAt", "traceContext", queue, "groupKey"
         FROM failed WHERE attempt <= "maxRetries" AND NOT $9::bool
         RETURNING id
       )
@@ -235,9 +401,10 @@ export function runnerSql({ quoted: s }: SchemaName) {
         RETURNING *
       )
       INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
-                             "isScheduled", awaited, "createdBy", "createdAt", "traceContext")
+                             "isScheduled", awaited, "createdBy", "createdAt", "traceContext", queue,
+                             "groupKey")
       SELECT id, task, payload, priority, now() + make_interval(secs => $3::float8), attempt - 1,
-             "maxRetries", "wasScheduled", awaited, $4, "createdAt", "traceContext"
+             "maxRetries", "wasScheduled", awaited, $4, "createdAt", "traceContext", queue, "groupKey"
       FROM snoozed
       RETURNING id`),
 

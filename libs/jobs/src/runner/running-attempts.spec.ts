@@ -3,7 +3,16 @@ import { RunningAttempts } from './running-attempts.js';
 import type { RunningAttempt } from './running-attempts.js';
 
 const attemptOf = (id: string, attempt: number): RunningAttempt => ({
-  job: { id, task: 't', payload: {}, attempt, maxRetries: 3, priority: 0, traceContext: null },
+  job: {
+    id,
+    task: 't',
+    queue: 'default',
+    payload: {},
+    attempt,
+    maxRetries: 3,
+    priority: 0,
+    traceContext: null,
+  },
   controller: new AttemptAbortController(),
   released: false,
   cancelled: false,

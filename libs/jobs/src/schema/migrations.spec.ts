@@ -30,6 +30,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       7: 'a1f5575d1137',
       8: 'dd0360c5335d',
       9: 'cb6ddce3fb64',
+      10: 'd9ce38fc5825',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [

@@ -271,6 +271,84 @@ export const MIGRATIONS: readonly Migration[] = [
         CHECK (state IN ('active', 'completed', 'failed', 'interrupted', 'cancelled', 'skipped', 'snoozed')) NOT VALID;
     `,
   },
+  {
+    version: 10,
+    name: 'named queues: the queue and group of each job, pause state, cluster-wide limits',
+    sql: ({ quoted: s }) => `
+      -- Constant defaults and nullable columns: PostgreSQL 11+ adds them to the catalog without
+      -- rewriting the tables. Jobs queued before the upgrade are in the default queue until they
+      -- start, when the claim records their task's queue.
+      ALTER TABLE ${s}.jobs ADD COLUMN queue text NOT NULL DEFAULT 'default', ADD COLUMN "groupKey" text;
+      -- Written by the claim from the claiming instance's task-to-queue mapping: what the
+      -- cluster-wide limits count.
+      ALTER TABLE ${s}."jobHistory" ADD COLUMN queue text NOT NULL DEFAULT 'default',
+        ADD COLUMN "groupKey" text;
+
+      -- A queue's persisted state. A queue without a row is running. A queue with cluster-wide
+      -- limits keeps their state here too, written by its claims under its claim lock (below):
+      -- - the attempts its claims started that were still active at its latest claim, as parallel
+      --   arrays (job id, attempt, groupKey). Each is looked up by primary key in history at the
+      --   next claim: counting the active rows of history instead would scan job_history_active,
+      --   which keeps an entry for every attempt that ended since the last vacuum, many times a
+      --   second;
+      -- - the time and job count of each of its claims that started jobs within the last rate
+      --   window. History cannot say it: a retry overwrites its job's earlier start.
+      -- Arrays, not JSON: a row of a few hundred entries stays under the size PostgreSQL compresses
+      -- or moves out of line, and the update, which changes no indexed column, stays HOT.
+      CREATE TABLE ${s}.queues (
+        name text PRIMARY KEY,
+        paused boolean NOT NULL DEFAULT false,
+        "updatedAt" timestamptz NOT NULL DEFAULT now(),
+        "activeIds" uuid[] NOT NULL DEFAULT '{}',
+        "activeAttempts" integer[] NOT NULL DEFAULT '{}',
+        "activeGroups" text[] NOT NULL DEFAULT '{}',
+        "startTimes" timestamptz[] NOT NULL DEFAULT '{}',
+        "startCounts" integer[] NOT NULL DEFAULT '{}'
+      );
+
+      -- Serialises the claims of one limited queue across the cluster and reads its state with a
+      -- fresh snapshot. The claim statement's own snapshot was taken before it waited for the lock,
+      -- so it does not see the claims committed meanwhile; each statement of a VOLATILE function
+      -- takes a new snapshot, after the lock here, and sees them. The lock is the transaction's:
+      -- held until the claim commits, so the next claim of the queue counts this one's jobs. Only
+      -- the claim statement writes the row back (a write here would be invisible to it).
+      -- "lockedAt" is the clock of the claim's starts: taken under the lock, it never goes back
+      -- from one claim of the queue to the next, so a start older than one window is never needed
+      -- again.
+      --
+      -- $1 queue $2 lock key $3 rate period (seconds; NULL: not rate-limited)
+      CREATE FUNCTION ${s}."claimQueueLoad"(text, bigint, double precision,
+        OUT "lockedAt" timestamptz, OUT active integer, OUT "activeByGroup" jsonb,
+        OUT "activeIds" uuid[], OUT "activeAttempts" integer[], OUT "activeGroups" text[],
+        OUT started integer, OUT "firstStart" timestamptz, OUT "startTimes" timestamptz[],
+        OUT "startCounts" integer[])
+      LANGUAGE plpgsql VOLATILE AS $$
+      BEGIN
+        PERFORM pg_advisory_xact_lock($2);
+        "lockedAt" := clock_timestamp();
+        -- An attempt is active while its history row is at that attempt and active: a scalar
+        -- subquery per entry, so that each stays a primary-key look-up. One pass fills the three
+        -- arrays in the same order.
+        SELECT coalesce(array_agg(a.id), '{}'), coalesce(array_agg(a.attempt), '{}'),
+               coalesce(array_agg(a.g), '{}'), count(*)::integer
+          INTO "activeIds", "activeAttempts", "activeGroups", active
+          FROM ${s}.queues q,
+               unnest(q."activeIds", q."activeAttempts", q."activeGroups") AS a(id, attempt, g)
+          WHERE q.name = $1
+            AND (SELECT true FROM ${s}."jobHistory" h
+                 WHERE h.id = a.id AND h.attempt = a.attempt AND h.state = 'active') IS NOT NULL;
+        SELECT coalesce(jsonb_object_agg(g.key, g.n), '{}') INTO "activeByGroup"
+          FROM (SELECT a.g AS key, count(*) AS n FROM unnest("activeGroups") AS a(g)
+                WHERE a.g IS NOT NULL GROUP BY 1) g;
+        SELECT coalesce(array_agg(w.t), '{}'), coalesce(array_agg(w.n), '{}'),
+               coalesce(sum(w.n), 0)::integer, min(w.t)
+          INTO "startTimes", "startCounts", started, "firstStart"
+          FROM ${s}.queues q, unnest(q."startTimes", q."startCounts") AS w(t, n)
+          WHERE q.name = $1 AND $3 IS NOT NULL AND w.t > "lockedAt" - make_interval(secs => $3);
+      END
+      $$;
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */

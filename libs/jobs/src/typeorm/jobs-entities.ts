@@ -51,6 +51,10 @@ export class JobEntity {
   @column('overlapSchedule', 'text', true) overlapSchedule!: string | null;
   /** The W3C trace context of the span that enqueued it (the `telemetry` option). */
   @column('traceContext', 'jsonb', true) traceContext!: Record<string, string> | null;
+  /** Its queue as the enqueuing instance knew it for its task (the claim records the runner's). */
+  @column('queue', 'text') queue!: string;
+  /** `AddJobOptions.groupKey`: its group in its queue's `groupConcurrency`. */
+  @column('groupKey', 'text', true) groupKey!: string | null;
 }
 
 /**
@@ -85,6 +89,9 @@ export class JobHistoryEntity {
   @column('result', 'jsonb', true) result!: unknown;
   /** The last progress the latest attempt reported (`ctx.reportProgress`). */
   @column('progress', 'jsonb', true) progress!: unknown;
+  /** The queue the attempt ran in: its task's, on the instance that claimed it. */
+  @column('queue', 'text') queue!: string;
+  @column('groupKey', 'text', true) groupKey!: string | null;
 }
 
 /**
