@@ -1,7 +1,10 @@
 /**
- * The least a Postgres queue can do, in plain `pg`: one table, multi-row inserts, a batched
- * `DELETE ... FOR UPDATE SKIP LOCKED ... RETURNING` claim, a batched completion write, and
- * `LISTEN/NOTIFY`. No history, no retries, no fencing: the ceiling the library is measured against.
+ * Two plain-`pg` queues the library is measured against, one narrow table each, multi-row inserts,
+ * a batched `DELETE ... FOR UPDATE SKIP LOCKED ... RETURNING` claim and `LISTEN/NOTIFY`:
+ * - `baseline` also records each batch's completion in a second narrow table (a queue that keeps
+ *   some record of what ran);
+ * - `floor` writes nothing after the claim: the least a Postgres queue can do. No history, no
+ *   retries, no fencing.
  */
 import pg from 'pg';
 import { pollUntil, trackPeakRss } from './stats.js';
@@ -33,9 +36,9 @@ async function withPool<T>(
   }
 }
 
-async function insertBatches(pool: pg.Pool): Promise<void> {
-  for (let offset = 0; offset < JOBS; offset += BATCH_SIZE) {
-    const n = Math.min(BATCH_SIZE, JOBS - offset);
+async function insertBatches(pool: pg.Pool, jobs = JOBS): Promise<void> {
+  for (let offset = 0; offset < jobs; offset += BATCH_SIZE) {
+    const n = Math.min(BATCH_SIZE, jobs - offset);
     await pool.query(
       `WITH i AS (INSERT INTO q (task, payload) SELECT 'noop', p FROM unnest($1::jsonb[]) p RETURNING 1)
        SELECT pg_notify('q', '') FROM (SELECT 1 FROM i LIMIT 1) x`,
@@ -44,81 +47,86 @@ async function insertBatches(pool: pg.Pool): Promise<void> {
   }
 }
 
-export const baseline: QueueUnderTest = {
-  enqueueOneByOne: (url) =>
-    withPool(url, 10, async (pool) => {
-      const start = performance.now();
-      for (let i = 0; i < JOBS; i++) {
-        await pool.query(
-          `WITH i AS (INSERT INTO q (task, payload) VALUES ('noop', $1) RETURNING 1) SELECT pg_notify('q', '') FROM i`,
-          ['{}'],
-        );
-      }
-      return performance.now() - start;
-    }),
-
-  enqueueBatches: (url) =>
-    withPool(url, 10, async (pool) => {
-      const start = performance.now();
-      await insertBatches(pool);
-      return performance.now() - start;
-    }),
-
-  drain: (url, concurrency, instances) =>
-    withPool(url, 10 * instances, async (pool) => {
-      await insertBatches(pool);
-      const peak = trackPeakRss();
-      const start = performance.now();
-      let finished = 0;
-      // Each consumer claims a batch the size of its concurrency, "runs" it, records it done.
-      const consumer = async () => {
-        for (;;) {
-          const { rows } = await pool.query(CLAIM, [concurrency]);
-          if (rows.length === 0) return;
-          await Promise.all(rows.map(async () => undefined));
-          await pool.query(COMPLETE, [rows.map((row) => row.id)]);
-          finished += rows.length;
-        }
-      };
-      await Promise.all(Array.from({ length: instances }, consumer));
-      await pollUntil(async () => finished === JOBS, 60_000, 'the baseline drain');
-      return { ms: performance.now() - start, peakRssMiB: peak() };
-    }),
-
-  latency: (url) =>
-    withPool(url, 4, async (pool) => {
-      const listener = new pg.Client({ connectionString: url });
-      listener.on('error', () => undefined);
-      await listener.connect();
-      const addedAt = new Map<string, number>();
-      const samples: number[] = [];
-      let claiming = Promise.resolve();
-      listener.on('notification', () => {
-        claiming = claiming.then(async () => {
-          const { rows } = await pool.query(CLAIM, [10]);
-          const now = performance.now();
-          for (const row of rows) samples.push(now - addedAt.get(String(row.id))!);
-        });
-      });
-      await listener.query('LISTEN q');
-      try {
-        for (let i = 0; i < LATENCY_JOBS; i++) {
-          const sentAt = performance.now();
-          const { rows } = await pool.query(
-            `WITH i AS (INSERT INTO q (task, payload) VALUES ('noop', '{}') RETURNING id)
-             SELECT id, pg_notify('q', '') FROM i`,
+function plainQueue({ recordsCompletion }: { recordsCompletion: boolean }): QueueUnderTest {
+  return {
+    enqueueOneByOne: (url) =>
+      withPool(url, 10, async (pool) => {
+        const start = performance.now();
+        for (let i = 0; i < JOBS; i++) {
+          await pool.query(
+            `WITH i AS (INSERT INTO q (task, payload) VALUES ('noop', $1) RETURNING 1) SELECT pg_notify('q', '') FROM i`,
+            ['{}'],
           );
-          addedAt.set(String(rows[0].id), sentAt);
-          await new Promise((resolve) => setTimeout(resolve, LATENCY_GAP_MS));
         }
-        await pollUntil(
-          async () => samples.length === LATENCY_JOBS,
-          30_000,
-          'baseline latency samples',
-        );
-        return samples;
-      } finally {
-        await listener.end();
-      }
-    }),
-};
+        return performance.now() - start;
+      }),
+
+    enqueueBatches: (url) =>
+      withPool(url, 10, async (pool) => {
+        const start = performance.now();
+        await insertBatches(pool);
+        return performance.now() - start;
+      }),
+
+    drain: (url, concurrency, instances, jobs = JOBS) =>
+      withPool(url, 10 * instances, async (pool) => {
+        await insertBatches(pool, jobs);
+        const peak = trackPeakRss();
+        const start = performance.now();
+        let finished = 0;
+        // Each consumer claims a batch the size of its concurrency, "runs" it, records it done.
+        const consumer = async () => {
+          for (;;) {
+            const { rows } = await pool.query(CLAIM, [concurrency]);
+            if (rows.length === 0) return;
+            await Promise.all(rows.map(async () => undefined));
+            if (recordsCompletion) await pool.query(COMPLETE, [rows.map((row) => row.id)]);
+            finished += rows.length;
+          }
+        };
+        await Promise.all(Array.from({ length: instances }, consumer));
+        await pollUntil(async () => finished === jobs, 600_000, 'the plain drain');
+        return { ms: performance.now() - start, peakRssMiB: peak() };
+      }),
+
+    latency: (url) =>
+      withPool(url, 4, async (pool) => {
+        const listener = new pg.Client({ connectionString: url });
+        listener.on('error', () => undefined);
+        await listener.connect();
+        const addedAt = new Map<string, number>();
+        const samples: number[] = [];
+        let claiming = Promise.resolve();
+        listener.on('notification', () => {
+          claiming = claiming.then(async () => {
+            const { rows } = await pool.query(CLAIM, [10]);
+            const now = performance.now();
+            for (const row of rows) samples.push(now - addedAt.get(String(row.id))!);
+          });
+        });
+        await listener.query('LISTEN q');
+        try {
+          for (let i = 0; i < LATENCY_JOBS; i++) {
+            const sentAt = performance.now();
+            const { rows } = await pool.query(
+              `WITH i AS (INSERT INTO q (task, payload) VALUES ('noop', '{}') RETURNING id)
+             SELECT id, pg_notify('q', '') FROM i`,
+            );
+            addedAt.set(String(rows[0].id), sentAt);
+            await new Promise((resolve) => setTimeout(resolve, LATENCY_GAP_MS));
+          }
+          await pollUntil(
+            async () => samples.length === LATENCY_JOBS,
+            30_000,
+            'baseline latency samples',
+          );
+          return samples;
+        } finally {
+          await listener.end();
+        }
+      }),
+  };
+}
+
+export const baseline = plainQueue({ recordsCompletion: true });
+export const floor = plainQueue({ recordsCompletion: false });

@@ -1,20 +1,26 @@
 /**
- * `npm run bench`: every workload for the library and for the plain-pg baseline, in one process
- * run on one database server, each figure the median of REPETITIONS runs (with min and max), and
- * each library figure next to its ratio to the baseline. Prints a table and writes the same as
- * JSON to bench/results/.
+ * `npm run bench`: every workload for the library and for two plain-pg queues (the baseline, and
+ * the floor: the least a Postgres queue can do), in one process run on one database server, each
+ * figure the median of REPETITIONS runs (with min and max), and each library figure next to its
+ * ratio to both. Prints a table and writes the same as JSON to bench/results/.
  */
 import 'reflect-metadata';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase, resolveDatabaseServer } from '../tools/dev-database.js';
-import { baseline } from './baseline.js';
-import { drainQueued, drainWorkerTasks, latencyTenQueues, library } from './library.js';
+import { baseline, floor } from './baseline.js';
+import {
+  drainOnFullHistory,
+  drainQueued,
+  drainWorkerTasks,
+  latencyTenQueues,
+  library,
+} from './library.js';
 import { latency, summarise } from './stats.js';
 import { checkTargets, describeCheck } from './targets.js';
 import type { Figure } from './stats.js';
-import { JOBS, LATENCY_JOBS, REPETITIONS } from './workloads.js';
+import { HISTORY_ROWS, JOBS, LATENCY_JOBS, QUEUE_SIZES, REPETITIONS } from './workloads.js';
 import type { QueueUnderTest } from './workloads.js';
 import type { QueueOptions } from 'nestjs-pg-jobs';
 
@@ -25,6 +31,7 @@ interface Row {
   better: 'higher' | 'lower';
   library: Figure;
   baseline: Figure;
+  floor: Figure;
 }
 
 const server = await resolveDatabaseServer(
@@ -68,12 +75,21 @@ async function measure(side: QueueUnderTest): Promise<Sample> {
     sample[name] = perSecond(run.ms);
     sample[`${name} peak RSS`] = run.peakRssMiB;
   }
-  if (side === library) {
-    // The baseline has no worker threads: its figure is its in-process drain at the same concurrency.
-    const run = await onFreshDatabase((url) => drainWorkerTasks(url, 10));
-    sample['drain worker tasks c=10 x1'] = perSecond(run.ms);
-  } else {
-    sample['drain worker tasks c=10 x1'] = sample['drain c=10 x1'];
+  for (const size of QUEUE_SIZES) {
+    const run = await onFreshDatabase((url) => side.drain(url, 50, 1, size));
+    sample[`drain c=50 x1, ${size} queued`] = (size / run.ms) * 1000;
+  }
+  // Workloads of the library alone: the plain queues' figure is their plain drain at the same
+  // concurrency (they have no worker threads and no history).
+  sample['drain worker tasks c=10 x1'] =
+    side === library
+      ? perSecond((await onFreshDatabase((url) => drainWorkerTasks(url, 10))).ms)
+      : sample['drain c=10 x1'];
+  if (HISTORY_ROWS > 0) {
+    sample[`drain c=50 x1, ${HISTORY_ROWS} history rows`] =
+      side === library
+        ? perSecond((await onFreshDatabase((url) => drainOnFullHistory(url, HISTORY_ROWS))).ms)
+        : sample['drain c=50 x1'];
   }
   const lat = latency(await onFreshDatabase(side.latency));
   sample['latency p50'] = lat.p50;
@@ -93,9 +109,10 @@ async function measure(side: QueueUnderTest): Promise<Sample> {
   return sample;
 }
 
-const samples = { library: [] as Sample[], baseline: [] as Sample[] };
+const samples = { library: [] as Sample[], baseline: [] as Sample[], floor: [] as Sample[] };
 for (let i = 0; i < REPETITIONS; i++) {
-  // Interleaved, so that drift in the machine's load hits both sides alike.
+  // Interleaved, so that drift in the machine's load hits every side alike.
+  samples.floor.push(await measure(floor));
   samples.baseline.push(await measure(baseline));
   samples.library.push(await measure(library));
   console.error(`repetition ${i + 1}/${REPETITIONS} done`);
@@ -111,17 +128,19 @@ const rows: Row[] = Object.keys(samples.library[0]).map((workload) => {
     better: isLatency || isMemory ? 'lower' : 'higher',
     library: summarise(samples.library.map((s) => s[workload])),
     baseline: summarise(samples.baseline.map((s) => s[workload])),
+    floor: summarise(samples.floor.map((s) => s[workload])),
   };
 });
 
 const fmt = (n: number) => (n >= 100 ? Math.round(n).toString() : n.toFixed(2));
 const range = (f: Figure) => `${fmt(f.median)} (${fmt(f.min)}–${fmt(f.max)})`;
+const ratio = (a: Figure, b: Figure) => (a.median / b.median).toFixed(2);
 const lines = [
-  `| workload | unit | nestjs-pg-jobs median (min–max) | baseline median (min–max) | library / baseline |`,
-  `| --- | --- | --- | --- | --- |`,
+  `| workload | unit | nestjs-pg-jobs median (min–max) | baseline | floor | ÷ baseline | ÷ floor |`,
+  `| --- | --- | --- | --- | --- | --- | --- |`,
   ...rows.map(
     (r) =>
-      `| ${r.workload} | ${r.unit} | ${range(r.library)} | ${range(r.baseline)} | ${(r.library.median / r.baseline.median).toFixed(2)} |`,
+      `| ${r.workload} | ${r.unit} | ${range(r.library)} | ${range(r.baseline)} | ${range(r.floor)} | ${ratio(r.library, r.baseline)} | ${ratio(r.library, r.floor)} |`,
   ),
 ];
 console.log(
@@ -144,7 +163,11 @@ console.log(
     .join('\n')}`,
 );
 
-const checks = checkTargets((workload) => rows.find((row) => row.workload === workload)!);
+const checks = checkTargets((workload) => {
+  const row = rows.find((candidate) => candidate.workload === workload);
+  if (!row) throw new Error(`bench: a target names the workload "${workload}", which did not run`);
+  return row;
+});
 console.log(`\nTargets:\n${checks.map(describeCheck).join('\n')}`);
 
 const results = new URL('./results/', import.meta.url);
@@ -160,7 +183,7 @@ writeFileSync(
       rows,
       targets: checks.map(({ target, value, met }) => ({
         workload: target.workload,
-        measure: target.measure,
+        against: target.against,
         threshold: target.threshold,
         value,
         met,
