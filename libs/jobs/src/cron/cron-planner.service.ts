@@ -12,6 +12,7 @@ import {
   UnknownTaskError,
 } from '../errors/jobs.errors.js';
 import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
+import { DEFAULT_QUEUE } from '../options/defaults.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { CronScheduleOptions, ScheduleInfo } from '../schedule/cron-schedule.interface.js';
@@ -38,6 +39,7 @@ interface PlanningBatch {
   readonly slot: Date[];
   readonly jobId: string[];
   readonly maxRetries: number[];
+  readonly queue: string[];
 }
 
 /**
@@ -171,6 +173,7 @@ export class CronPlannerService {
       this.options.instanceId,
       this.channel,
       NEW_JOB_NOTIFICATION,
+      this.queueOf(schedule.task),
     ]);
     // Removed between the two statements.
     if (!job) throw new UnknownScheduleError(name);
@@ -286,7 +289,14 @@ export class CronPlannerService {
     const rows = await this.db.query<ScheduleRow & { now: Date }>(this.sql.schedulesWithNow);
     const now = rows[0].now;
     const until = new Date(now.getTime() + this.options.scheduleHorizon * 1000);
-    const batch: PlanningBatch = { schedule: [], version: [], slot: [], jobId: [], maxRetries: [] };
+    const batch: PlanningBatch = {
+      schedule: [],
+      version: [],
+      slot: [],
+      jobId: [],
+      maxRetries: [],
+      queue: [],
+    };
     const skippedOnly: ScheduleRow[] = [];
     for (const schedule of rows) {
       if (schedule.name === null || schedule.paused) continue;
@@ -311,12 +321,14 @@ export class CronPlannerService {
         if (slots.length === 0) skippedOnly.push(schedule);
       }
       const maxRetries = this.maxRetriesOf(schedule.task);
+      const queue = this.queueOf(schedule.task);
       for (const slot of slots) {
         batch.schedule.push(schedule.name);
         batch.version.push(schedule.version);
         batch.slot.push(slot);
         batch.jobId.push(randomUUID());
         batch.maxRetries.push(maxRetries);
+        batch.queue.push(queue);
       }
     }
     if (skippedOnly.length > 0) {
@@ -335,6 +347,7 @@ export class CronPlannerService {
       this.options.instanceId,
       this.channel,
       NEW_JOB_NOTIFICATION,
+      batch.queue,
     ]);
     if (result.planned > 0) this.logger.log(`Planned ${result.planned} cron job(s).`);
     return result.planned;
@@ -343,6 +356,14 @@ export class CronPlannerService {
   /** Retries of a planned job: its task's, else the module's. */
   private maxRetriesOf(task: string): number {
     return this.registry.get(task)?.options.maxRetries ?? this.options.maxRetries;
+  }
+
+  /**
+   * The queue a planned job is filed under while it waits: its task's queue here, or the default
+   * queue for a task this instance has no handler for (the claim records the runner's).
+   */
+  private queueOf(task: string): string {
+    return this.registry.queueOf(task) ?? DEFAULT_QUEUE;
   }
 
   /** The latest slot that fell due after the last planned one and was never planned, if any. */

@@ -55,12 +55,12 @@ export function cronSql({ quoted: s }: SchemaName) {
      * `overlap: 'skip'` schedule carries its schedule's name, which the claim judges it by.
      *
      * $1 schedule[] $2 version[] $3 slot[] $4 jobId[] $5 maxRetries[] $6 createdBy $7 channel
-     * $8 notification
+     * $8 notification $9 queue[]
      */
     planSlots: `
       WITH input AS (
-        SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::uuid[], $5::int[])
-          AS t(schedule, version, slot, "jobId", "maxRetries")
+        SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::uuid[], $5::int[], $9::text[])
+          AS t(schedule, version, slot, "jobId", "maxRetries", queue)
       ), live AS MATERIALIZED (
         SELECT s.name, s.task, s.payload, s."missedSlotGrace", s.overlap FROM ${s}."jobSchedule" s
         WHERE (s.name, s.version) IN (SELECT DISTINCT schedule, version FROM input)
@@ -74,9 +74,9 @@ export function cronSql({ quoted: s }: SchemaName) {
         RETURNING "jobId"
       ), inserted AS (
         INSERT INTO ${s}.jobs (id, task, payload, "waitUntil", "startBy", "maxRetries", "isScheduled",
-                               "overlapSchedule", "createdBy")
+                               "overlapSchedule", "createdBy", queue)
         SELECT i."jobId", l.task, l.payload, i.slot, i.slot + make_interval(secs => l."missedSlotGrace"),
-               i."maxRetries", true, CASE WHEN l.overlap = 'skip' THEN l.name END, $6
+               i."maxRetries", true, CASE WHEN l.overlap = 'skip' THEN l.name END, $6, i.queue
         FROM input i JOIN slots USING ("jobId") JOIN live l ON l.name = i.schedule
         ORDER BY i.slot
         RETURNING id, "waitUntil"
@@ -169,7 +169,7 @@ export function cronSql({ quoted: s }: SchemaName) {
      * planned them, so the run is judged like any slot of its schedule (its grace, its overlap
      * policy) and, while active, counts as the schedule's run. Returns no row for an unknown name.
      *
-     * $1 name $2 jobId $3 maxRetries $4 createdBy $5 channel $6 notification
+     * $1 name $2 jobId $3 maxRetries $4 createdBy $5 channel $6 notification $7 queue
      */
     triggerSchedule: `
       WITH sc AS (
@@ -180,9 +180,9 @@ export function cronSql({ quoted: s }: SchemaName) {
         RETURNING "jobId"
       ), job AS (
         INSERT INTO ${s}.jobs (id, task, payload, "waitUntil", "startBy", "maxRetries", "isScheduled",
-                               "overlapSchedule", "createdBy")
+                               "overlapSchedule", "createdBy", queue)
         SELECT slot."jobId", sc.task, sc.payload, now(), now() + make_interval(secs => sc."missedSlotGrace"),
-               $3, true, CASE WHEN sc.overlap = 'skip' THEN sc.name END, $4
+               $3, true, CASE WHEN sc.overlap = 'skip' THEN sc.name END, $4, $7
         FROM sc, slot
         RETURNING id
       ), woken AS (
