@@ -8,7 +8,8 @@ import {
 } from 'nestjs-pg-jobs';
 import type { CronScheduleOptions, JobTaskHandler, JobsModuleOptions } from 'nestjs-pg-jobs';
 import { expandSlots } from '../libs/jobs/src/schedule/slot-expansion.js';
-import { startJobsApp } from './support/jobs-app.js';
+import pg from 'pg';
+import { startJobsApp, waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
 import { useCluster } from './support/cluster.js';
 
@@ -145,6 +146,57 @@ describe('a schedule changed while other instances plan it', () => {
     expect(rows).toHaveLength(10);
     expect(rows.filter((row) => row.slot.getUTCMinutes() !== minute)).toEqual([]);
     expect((await db.query('SELECT id FROM jobs.jobs')).length).toBe(10);
+  });
+});
+
+describe('a schedule created by one instance while another changes it', () => {
+  let app: JobsApp;
+  afterAll(async () => {
+    await app?.close();
+    await clearSchedules();
+  });
+
+  it("removes the first definition's planned jobs when the change waited for the creation", async () => {
+    app = await startJobsApp(db.url, { options: planningOnly });
+    // Another instance creates the schedule, and its planned job is in by the time it commits.
+    const creator = new pg.Client({ connectionString: db.url });
+    await creator.connect();
+    try {
+      await creator.query('BEGIN');
+      await creator.query(
+        `WITH s AS (
+           INSERT INTO jobs."jobSchedule" (id, name, task, cron, "plannedUntil")
+           VALUES (gen_random_uuid(), 'raced', 'tick', '0 * * * *', now()) RETURNING name
+         ), slot AS (
+           INSERT INTO jobs."jobScheduleSlot" (schedule, slot, "jobId")
+           SELECT name, date_trunc('hour', now()) + interval '1 hour', gen_random_uuid() FROM s
+           RETURNING "jobId", slot
+         )
+         INSERT INTO jobs.jobs (id, task, "waitUntil", "maxRetries", "isScheduled")
+         SELECT "jobId", 'tick', slot, 0, true FROM slot`,
+      );
+      // The change starts before the creation commits: it finds no schedule, then waits on the
+      // creator's row.
+      const changing = planner(app).setSchedule({
+        name: 'raced',
+        task: 'tick',
+        cron: '30 * * * *',
+      });
+      await waitFor('the change to wait for the creation', async () => {
+        const [{ n }] = await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE wait_event_type = 'Lock' AND query LIKE '%jobSchedule%'`,
+        );
+        return n > 0;
+      });
+      await creator.query('COMMIT');
+      await changing;
+    } finally {
+      await creator.end();
+    }
+    const rows = await plannedJobs('raced');
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.filter((row) => row.slot.getUTCMinutes() !== 30)).toEqual([]);
   });
 });
 

@@ -103,7 +103,11 @@ export function cronSql({ quoted: s }: SchemaName) {
     /**
      * Creates or changes a schedule. Its missed-slot mark starts at now: slots before it were never
      * owed. A change bumps `version` and restarts the mark, so the old definition's slots are
-     * neither caught up nor planned again; an identical definition changes nothing. `changed` is true only when an existing row changed.
+     * neither caught up nor planned again; an identical definition changes nothing. `changed` is
+     * true only when an existing row changed: judged on what the write did (a new row's version
+     * is 1), not on a read before it, since a schedule another instance creates after this
+     * statement's snapshot is still updated here (the insert waits for it, then conflicts), and
+     * the jobs planned for that first definition must then be removed like any other's.
      * Whether the schedule is paused is not part of its definition: writing it again (every boot
      * writes the static ones) neither pauses nor resumes it.
      *
@@ -111,9 +115,7 @@ export function cronSql({ quoted: s }: SchemaName) {
      * $9 overlap
      */
     upsertSchedule: `
-      WITH previous AS MATERIALIZED (
-        SELECT version FROM ${s}."jobSchedule" WHERE name = $1 FOR UPDATE
-      ), written AS (
+      WITH written AS (
         INSERT INTO ${s}."jobSchedule" AS s (id, name, task, cron, timezone, payload, "missedSlots",
                                              "missedSlotGrace", overlap, source, "plannedUntil")
         VALUES (gen_random_uuid(), $1, $2, $3, $4, $5::jsonb, $6, $8, $9, $7, now())
@@ -130,7 +132,7 @@ export function cronSql({ quoted: s }: SchemaName) {
                                 EXCLUDED.source)
         RETURNING version
       )
-      SELECT EXISTS (SELECT 1 FROM previous) AND EXISTS (SELECT 1 FROM written) AS changed`,
+      SELECT EXISTS (SELECT 1 FROM written WHERE version > 1) AS changed`,
 
     /** $1 name */
     deleteSchedule: `DELETE FROM ${s}."jobSchedule" WHERE name = $1 RETURNING name`,
