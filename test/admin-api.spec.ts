@@ -449,9 +449,9 @@ describe("a job's result, snooze and cancellation", () => {
       return found?.snoozedUntil ? found : undefined;
     });
     const { job, history } = await json(api(`jobs/${id}`));
-    expect(history).toMatchObject({ state: 'snoozed', attempt: 1 });
+    expect(history).toMatchObject({ state: 'snoozed', attempt: 1, snoozes: 1 });
     expect(job).toMatchObject({ state: 'pending', attempt: 0 });
-    expect(row.snoozedUntil).toBe(job.waitUntil);
+    expect(row).toMatchObject({ snoozedUntil: job.waitUntil, snoozes: 1 });
     expect(new Date(row.snoozedUntil!).getTime()).toBeGreaterThan(Date.now() + 3000_000);
     const { tasks, totals } = await json(api('stats'));
     expect(tasks.find((line: { task: string }) => line.task === 'life')).toMatchObject({
@@ -461,6 +461,21 @@ describe("a job's result, snooze and cancellation", () => {
     expect(totals.snoozed).toBe(1);
     // A job that is not snoozed says so.
     expect((await listed('state=pending', ids.later))!.snoozedUntil).toBeNull();
+  });
+
+  it('counts the snoozes of a job over its whole life, not just its last attempt', async () => {
+    const { id } = await server.queue.addJob({
+      task: 'life',
+      payload: { snooze: 0, times: 2, result: 'awake' },
+    });
+    await ended(id, 'completed');
+    const { job, history } = await json(api(`jobs/${id}`));
+    expect(job).toMatchObject({ state: 'completed', attempt: 1, result: 'awake' });
+    expect(history).toMatchObject({ state: 'completed', snoozes: 2 });
+    expect(await listed('state=completed&task=life', id)).toMatchObject({
+      snoozes: 2,
+      resultPreview: '"awake"',
+    });
   });
 
   it('lists a cancelled job with when it was cancelled, and counts it', async () => {

@@ -109,6 +109,14 @@ it('shows a snoozed job as snoozed until its time, in the pending list, the coun
   const dialog = await openJob('pending', id);
   expect(await dialog.locator('.state-snoozed').textContent()).toBe('snoozed');
   expect(await dialog.locator('tr[data-field="Due"]').textContent()).toContain('snoozed until');
+  expect(await dialog.locator('tr[data-field="Snoozed"] td').textContent()).toBe('once');
+  await closeJob();
+
+  // A job that snoozed twice, then completed, says how many times.
+  const twice = await server.queue.addJob({ task: 'life', payload: { snooze: 0, times: 2 } });
+  await page.locator(`#completed tr[data-job-id="${twice.id}"]`).waitFor({ timeout: UI_TIMEOUT });
+  const completed = await openJob('completed', twice.id);
+  expect(await completed.locator('tr[data-field="Snoozed"] td').textContent()).toBe('2 times');
   await closeJob();
 }, 60_000);
 

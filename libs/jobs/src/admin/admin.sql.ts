@@ -30,13 +30,13 @@ export function adminSql({ quoted: s }: SchemaName) {
   const pendingColumns = `
     j.id, j.task, 'pending' AS state, j.payload, j.priority, j.retries AS attempt, j."maxRetries",
     j."waitUntil", j."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy",
-    h.progress, j.queue, j."groupKey", NULL::text AS "resultPreview",
+    h.progress, j.queue, j."groupKey", NULL::text AS "resultPreview", COALESCE(h.snoozes, 0) AS snoozes,
     CASE WHEN h.state = 'snoozed' THEN j."waitUntil" END AS "snoozedUntil", j."createdAt" AS "sortAt"`;
   const historyColumns = (sortAt: string) => `
     h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries",
     NULL::timestamptz AS "waitUntil", h."createdAt", h."startedAt", h."completedAt",
     h."lastErrorMessage", h."executedBy", h.progress, h.queue, h."groupKey",
-    ${resultPreview} AS "resultPreview", NULL::timestamptz AS "snoozedUntil", ${sortAt} AS "sortAt"`;
+    ${resultPreview} AS "resultPreview", h.snoozes, NULL::timestamptz AS "snoozedUntil", ${sortAt} AS "sortAt"`;
   const notQueuedAs = (alias: string) =>
     `NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = ${alias}.id)`;
   const notQueued = notQueuedAs('h');

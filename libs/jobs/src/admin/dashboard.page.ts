@@ -135,7 +135,8 @@ function refresh() {
     $("updated").textContent = "Updated " + new Date().toLocaleTimeString();
   }).catch((err) => say("Cannot load: " + err.message, true));
 }
-const due = (r) => (r.snoozedUntil ? "snoozed until " + when(r.snoozedUntil) : when(r.waitUntil));
+const snoozes = (n) => (n > 1 ? " (" + n + " snoozes)" : "");
+const due = (r) => (r.snoozedUntil ? "snoozed until " + when(r.snoozedUntil) + snoozes(r.snoozes) : when(r.waitUntil));
 const badge = (state) => el("span", { class: "state state-" + state, text: state });
 function refreshJobLife() {
   if (shownJob) showJob(shownJob);
@@ -157,11 +158,12 @@ function renderJob({ job, history }) {
   if (job.state === "pending") {
     // History describes the attempt before this wait, if there was one: a failure, or a snooze.
     const snoozed = history && history.state === "snoozed";
-    rows.push(row("Due", (snoozed ? "snoozed until " : "") + when(job.waitUntil)));
+    rows.push(row("Due", snoozed ? "snoozed until " + when(job.waitUntil) + snoozes(history.snoozes) : when(job.waitUntil)));
     if (history) rows.push(row("Last attempt", el("span", {}, [badge(history.state), " " + when(history.completedAt)])));
   } else if (job.completedAt) {
     rows.push(row(job.state === "cancelled" ? "Cancelled at" : "Ended at", when(job.completedAt)));
   }
+  if (history && history.snoozes > 0) rows.push(row("Snoozed", history.snoozes === 1 ? "once" : history.snoozes + " times"));
   if (job.executedBy) rows.push(row("Instance", job.executedBy));
   if (job.lastErrorMessage) rows.push(row("Last error", el("span", { class: "error-text", text: job.lastErrorMessage })));
   if (job.progress !== null) rows.push(row("Progress", progress(job.progress)));

@@ -45,7 +45,7 @@ export interface TaskStats {
 
 /**
  * A job as the admin API lists it: without its result, which may be large (`getJob` has it), but
- * with a preview of it, and with its snooze.
+ * with a preview of it, and with its snoozes.
  *
  * @publicApi
  */
@@ -57,6 +57,8 @@ export interface ListedJobInfo extends Omit<JobInfo, 'result'> {
   resultPreview: string | null;
   /** When a pending job waiting out a snooze (`ctx.snooze`) is due again; `null` otherwise. */
   snoozedUntil: Date | null;
+  /** How many times the job's attempts snoozed, over its whole life. */
+  snoozes: number;
 }
 
 /** A listed row carries the key it was sorted by, which the API leaves out. */

@@ -397,7 +397,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
     snooze: preparedStatement(`
       WITH snoozed AS (
         UPDATE ${s}."jobHistory"
-        SET state = 'snoozed', "completedAt" = now(), "updatedAt" = now()
+        SET state = 'snoozed', snoozes = snoozes + 1, "completedAt" = now(), "updatedAt" = now()
         WHERE id = $1 AND attempt = $2 AND state = 'active' AND "executedBy" = $4
         RETURNING *
       )
