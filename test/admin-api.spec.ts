@@ -1,10 +1,12 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { CronPlannerService, JobsAdminModule, JobsMetricsModule } from 'nestjs-pg-jobs';
-import type { JobInfo } from 'nestjs-pg-jobs';
+import type { JobInfo, ListedJobInfo } from 'nestjs-pg-jobs';
+import { RESULT_PREVIEW_CHARS } from '../libs/jobs/src/admin/admin.sql.js';
 import { FlakyTask } from './support/flaky-task.js';
 import { GatedTask, started } from './support/gated-task.js';
+import { LifeTask } from './support/life-task.js';
 import { startHttpJobsApp } from './support/http-app.js';
 import type { HttpJobsApp } from './support/http-app.js';
 import { waitFor } from './support/jobs-app.js';
@@ -42,7 +44,7 @@ const ids: Record<string, string> = {};
 beforeAll(async () => {
   server = await startHttpJobsApp(db.url, {
     imports: [JobsAdminModule.forRoot({ path: '/ops/jobs/', guard: new TokenGuard() })],
-    tasks: [FlakyTask, GatedTask],
+    tasks: [FlakyTask, GatedTask, LifeTask],
     options: { pollingCheck: 0.1, maxRetries: 0, allowUnknownTasks: true, concurrency: 2 },
   });
   const add = async (payload: object, extra: object = {}) =>
@@ -402,5 +404,91 @@ describe('POST api/jobs/retry and api/jobs/cancel: every job a filter takes', ()
   it('refuses (403) a bulk request without the X-Jobs-Admin header', async () => {
     const body = await json(api('jobs/cancel', { method: 'POST' }), 403);
     expect(body.message).toMatch(/X-Jobs-Admin: 1/);
+  });
+});
+
+describe("a job's result, snooze and cancellation", () => {
+  const listed = async (query: string, id: string) =>
+    (await json<{ jobs: ListedJobInfo[] }>(api(`jobs?${query}`))).jobs.find((job) => job.id === id);
+  const completedWith = async (result: unknown) => {
+    const { id } = await server.queue.addJob({ task: 'life', payload: { result } });
+    await ended(id, 'completed');
+    return id;
+  };
+
+  it('lists a result as a preview of its JSON, cut when long, and gives it whole in the detail', async () => {
+    const small = { html: '<script>alert(1)</script>' };
+    const long = { text: 'x'.repeat(1000) };
+    const [smallId, longId] = [await completedWith(small), await completedWith(long)];
+
+    // As PostgreSQL writes jsonb as text.
+    expect(await listed('state=completed&task=life', smallId)).toMatchObject({
+      resultPreview: '{"html": "<script>alert(1)</script>"}',
+    });
+    const preview = (await listed('state=completed&task=life', longId))!.resultPreview!;
+    expect(preview).toBe(`{"text": "${long.text}`.slice(0, RESULT_PREVIEW_CHARS - 1) + '…');
+    expect((await listed('task=life', longId))!.resultPreview).toBe(preview);
+    expect((await json(api(`jobs/${longId}`))).job.result).toEqual(long);
+    expect((await json(api(`jobs/${smallId}`))).job.result).toEqual(small);
+  });
+
+  it('does not read a result stored in more than 8 kB for a list: its preview is "…" alone', async () => {
+    // Random text does not compress: stored, it stays about as large as it is.
+    const large = { blob: randomBytes(12_000).toString('base64') };
+    const id = await completedWith(large);
+    const row = await listed('state=completed&task=life', id);
+    expect(row).toMatchObject({ resultPreview: '…' });
+    expect(row).not.toHaveProperty('result');
+    expect((await json(api(`jobs/${id}`))).job.result).toEqual(large);
+  });
+
+  it('counts and lists a job waiting out a snooze, with when it is due again', async () => {
+    const { id } = await server.queue.addJob({ task: 'life', payload: { snooze: 3600 } });
+    const row = await waitFor('the snooze', async () => {
+      const found = await listed('state=pending&task=life', id);
+      return found?.snoozedUntil ? found : undefined;
+    });
+    const { job, history } = await json(api(`jobs/${id}`));
+    expect(history).toMatchObject({ state: 'snoozed', attempt: 1, snoozes: 1 });
+    expect(job).toMatchObject({ state: 'pending', attempt: 0 });
+    expect(row).toMatchObject({ snoozedUntil: job.waitUntil, snoozes: 1 });
+    expect(new Date(row.snoozedUntil!).getTime()).toBeGreaterThan(Date.now() + 3000_000);
+    const { tasks, totals } = await json(api('stats'));
+    expect(tasks.find((line: { task: string }) => line.task === 'life')).toMatchObject({
+      pending: 1,
+      snoozed: 1,
+    });
+    expect(totals.snoozed).toBe(1);
+    // A job that is not snoozed says so.
+    expect((await listed('state=pending', ids.later))!.snoozedUntil).toBeNull();
+  });
+
+  it('counts the snoozes of a job over its whole life, not just its last attempt', async () => {
+    const { id } = await server.queue.addJob({
+      task: 'life',
+      payload: { snooze: 0, times: 2, result: 'awake' },
+    });
+    await ended(id, 'completed');
+    const { job, history } = await json(api(`jobs/${id}`));
+    expect(job).toMatchObject({ state: 'completed', attempt: 1, result: 'awake' });
+    expect(history).toMatchObject({ state: 'completed', snoozes: 2 });
+    expect(await listed('state=completed&task=life', id)).toMatchObject({
+      snoozes: 2,
+      resultPreview: '"awake"',
+    });
+  });
+
+  it('lists a cancelled job with when it was cancelled, and counts it', async () => {
+    const { id } = await server.queue.addJob({
+      task: 'life',
+      waitUntil: new Date(Date.now() + 3600_000),
+    });
+    await json(post(`jobs/${id}/cancel`));
+    const row = await listed('state=cancelled&task=life', id);
+    expect(row).toMatchObject({ state: 'cancelled', completedAt: expect.any(String) });
+    const { tasks } = await json(api('stats'));
+    expect(tasks.find((line: { task: string }) => line.task === 'life')).toMatchObject({
+      cancelled: 1,
+    });
   });
 });

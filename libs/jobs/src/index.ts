@@ -138,7 +138,7 @@ export type {
 // The admin API and dashboard.
 export { JobsAdminModule } from './admin/jobs-admin.module.js';
 export { JobsAdminService } from './admin/jobs-admin.service.js';
-export type { TaskStats } from './admin/jobs-admin.service.js';
+export type { ListedJobInfo, TaskStats } from './admin/jobs-admin.service.js';
 export type { JobListQuery } from './admin/admin-input.js';
 export type { JobsAdminModuleOptions } from './admin/jobs-admin-options.interface.js';
 

@@ -1,21 +1,42 @@
 import type { SchemaName } from '../database/schema-name.js';
 
+/** The longest result preview a list gives, in characters (`…` included). */
+export const RESULT_PREVIEW_CHARS = 200;
+/** A result stored in more bytes than this is not previewed in lists (see `resultPreview`). */
+const RESULT_PREVIEW_STORED_BYTES = 8192;
+
 /**
  * The admin API's statements. Every value is a parameter; the schema is the only identifier.
  *
- * A job is in exactly one place: pending in `jobs` (with, after a failed attempt, a `failed` row in
- * `jobHistory` that describes that attempt), else in `jobHistory`. Lists of history states skip
+ * A job is in exactly one place: pending in `jobs` (with, after a failed or snoozed attempt, a
+ * `failed` or `snoozed` row in `jobHistory` that describes that attempt), else in `jobHistory`. Lists of history states skip
  * jobs that are queued again, so a job waiting for a retry is listed as pending, never as failed.
  */
 export function adminSql({ quoted: s }: SchemaName) {
+  /*
+   * A listed job's result, as JSON text cut to RESULT_PREVIEW_CHARS: a list of fifty results of up
+   * to `maxResultBytes` each would otherwise be megabytes on every poll. A result stored in more
+   * than RESULT_PREVIEW_STORED_BYTES is not read at all ('…' alone): jsonb cannot be read in part,
+   * so a preview of it would detoast and decompress the whole value for every row of every poll.
+   * pg_column_size reads the stored size from the row without detoasting it.
+   */
+  const resultPreview = `CASE
+      WHEN h.result IS NULL THEN NULL
+      WHEN pg_column_size(h.result) > ${RESULT_PREVIEW_STORED_BYTES} THEN '…'
+      WHEN length(h.result::text) > ${RESULT_PREVIEW_CHARS}
+        THEN left(h.result::text, ${RESULT_PREVIEW_CHARS - 1}) || '…'
+      ELSE h.result::text
+    END`;
   const pendingColumns = `
     j.id, j.task, 'pending' AS state, j.payload, j.priority, j.retries AS attempt, j."maxRetries",
     j."waitUntil", j."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy",
-    h.progress, j.queue, j."groupKey", j."createdAt" AS "sortAt"`;
+    h.progress, j.queue, j."groupKey", NULL::text AS "resultPreview", COALESCE(h.snoozes, 0) AS snoozes,
+    CASE WHEN h.state = 'snoozed' THEN j."waitUntil" END AS "snoozedUntil", j."createdAt" AS "sortAt"`;
   const historyColumns = (sortAt: string) => `
     h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries",
     NULL::timestamptz AS "waitUntil", h."createdAt", h."startedAt", h."completedAt",
-    h."lastErrorMessage", h."executedBy", h.progress, h.queue, h."groupKey", ${sortAt} AS "sortAt"`;
+    h."lastErrorMessage", h."executedBy", h.progress, h.queue, h."groupKey",
+    ${resultPreview} AS "resultPreview", h.snoozes, NULL::timestamptz AS "snoozedUntil", ${sortAt} AS "sortAt"`;
   const notQueuedAs = (alias: string) =>
     `NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = ${alias}.id)`;
   const notQueued = notQueuedAs('h');
@@ -104,10 +125,10 @@ export function adminSql({ quoted: s }: SchemaName) {
     history: `SELECT * FROM ${s}."jobHistory" WHERE id = $1`,
 
     /**
-     * Per task: queued, due and running counts, the jobs that ended in the last $1 minutes, and
-     * how long the longest-waiting due job has waited. The page asks every 2 s: ended jobs are
-     * counted in a recent window only, a range of an index on "completedAt", never across the
-     * whole history. Whether a failed job is queued again is a join, not a subquery per row: the
+     * Per task: queued, due, snoozed and running counts, the jobs that ended in the last $1
+     * minutes, and how long the longest-waiting due job has waited. The page asks every 2 s: ended
+     * jobs are counted in a recent window only, a range of an index on "completedAt", never across
+     * the whole history. Whether a failed job is queued again is a join, not a subquery per row: the
      * planner prices a correlated subquery for every row of the window, and past
      * `jit_above_cost` each poll would pay tens of milliseconds of JIT compilation. $1 minutes
      */
@@ -133,6 +154,12 @@ export function adminSql({ quoted: s }: SchemaName) {
         WHERE h.state IN ('completed', 'failed', 'interrupted', 'cancelled', 'skipped')
           AND h."completedAt" >= now() - make_interval(mins => $1)
         GROUP BY h.task
+      ), snoozed AS (
+        -- Queued jobs waiting out a snooze: their history row says so until they are claimed
+        -- again. A snooze ends its attempt with "completedAt", so job_history_state_ended_at holds
+        -- them, a range as small as the jobs snoozed right now.
+        SELECT task, count(*)::int AS snoozed
+        FROM ${s}."jobHistory" WHERE state = 'snoozed' AND "completedAt" IS NOT NULL GROUP BY task
       ), tasks AS (
         SELECT task FROM queued UNION SELECT task FROM running UNION SELECT task FROM ended
       )
@@ -141,11 +168,12 @@ export function adminSql({ quoted: s }: SchemaName) {
              COALESCE(r.active, 0) AS active, COALESCE(e.completed, 0) AS completed,
              COALESCE(e.failed, 0) AS failed, COALESCE(e.interrupted, 0) AS interrupted,
              COALESCE(e.cancelled, 0) AS cancelled, COALESCE(e.skipped, 0) AS skipped,
-             q."oldestPendingAgeSeconds"
+             COALESCE(z.snoozed, 0) AS snoozed, q."oldestPendingAgeSeconds"
       FROM tasks t
       LEFT JOIN queued q ON q.task = t.task
       LEFT JOIN running r ON r.task = t.task
       LEFT JOIN ended e ON e.task = t.task
+      LEFT JOIN snoozed z ON z.task = t.task
       ORDER BY 1`,
 
     /**

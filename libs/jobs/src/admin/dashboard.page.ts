@@ -110,6 +110,7 @@ function chart(minutes) {
   $("chart-max").textContent = "max " + max + "/min";
 }
 function refresh() {
+  refreshJobLife();
   return Promise.all([
     api("stats"),
     api("jobs?state=failed&limit=50"),
@@ -121,19 +122,63 @@ function refresh() {
     api("queues"),
   ]).then(([stats, failed, pending, active, completed, schedules, throughput, queues]) => {
     const t = stats.totals;
-    for (const key of ["pending", "due", "active", "completed", "failed"]) $("total-" + key).textContent = String(t[key]);
+    for (const key of ["pending", "due", "snoozed", "active", "completed", "failed", "cancelled"]) $("total-" + key).textContent = String(t[key]);
     $("total-oldest").textContent = secs(t.oldestPendingAgeSeconds);
-    fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
+    fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => r.cancelled, (r) => r.snoozed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
     fill($("queues"), queues.queues, [(r) => r.name, (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.due, (r) => r.active, limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name }));
     fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorMessage || "" }), (r) => when(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
-    fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, (r) => when(r.waitUntil), (r) => r.attempt, (r) => r.lastErrorMessage || "", (r) => button("Cancel", "cancel", r.id)], "Nothing queued.");
+    fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, due, (r) => r.attempt, (r) => r.lastErrorMessage || "", (r) => button("Cancel", "cancel", r.id)], "Nothing queued.");
     fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt), (r) => progress(r.progress), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
-    fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => when(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : ""], "No completed jobs.");
+    fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => when(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs.");
     fill($("schedules"), schedules.schedules, [(r) => r.name, (r) => r.task, (r) => r.cron, (r) => r.timezone, (r) => r.overlap, (r) => (r.paused ? "paused" : when(r.plannedUntil)), (r) => json(r.payload), scheduleButtons], "No schedules.");
     chart(throughput.minutes);
     $("updated").textContent = "Updated " + new Date().toLocaleTimeString();
   }).catch((err) => say("Cannot load: " + err.message, true));
 }
+const snoozes = (n) => (n > 1 ? " (" + n + " snoozes)" : "");
+const due = (r) => (r.snoozedUntil ? "snoozed until " + when(r.snoozedUntil) + snoozes(r.snoozes) : when(r.waitUntil));
+const badge = (state) => el("span", { class: "state state-" + state, text: state });
+function refreshJobLife() {
+  if (shownJob) showJob(shownJob);
+  return api("jobs?state=cancelled&limit=20")
+    .then((cancelled) => fill($("cancelled"), cancelled.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => when(r.completedAt), (r) => button("Retry", "retry", r.id)], "No cancelled jobs."))
+    .catch((err) => say("Cannot load: " + err.message, true));
+}
+// The job shown in the dialog, kept up to date by each refresh until the dialog is closed.
+let shownJob = "";
+function showJob(id) {
+  shownJob = id;
+  return api("jobs/" + id).then(renderJob).catch((err) => say("Cannot load job " + id + ": " + err.message, true));
+}
+function renderJob({ job, history }) {
+  if (job.id !== shownJob) return;
+  const row = (label, value) => el("tr", { "data-field": label }, [el("th", { text: label }), el("td", {}, [value instanceof Node ? value : String(value ?? "")])]);
+  const full = (value) => el("pre", { text: JSON.stringify(value, null, 2) });
+  const rows = [row("Task", job.task), row("State", badge(job.state)), row("Attempts", job.attempt + " of " + (job.maxRetries + 1)), row("Created", when(job.createdAt)), row("Started", when(job.startedAt))];
+  if (job.state === "pending") {
+    // History describes the attempt before this wait, if there was one: a failure, or a snooze.
+    const snoozed = history && history.state === "snoozed";
+    rows.push(row("Due", snoozed ? "snoozed until " + when(job.waitUntil) + snoozes(history.snoozes) : when(job.waitUntil)));
+    if (history) rows.push(row("Last attempt", el("span", {}, [badge(history.state), " " + when(history.completedAt)])));
+  } else if (job.completedAt) {
+    rows.push(row(job.state === "cancelled" ? "Cancelled at" : "Ended at", when(job.completedAt)));
+  }
+  if (history && history.snoozes > 0) rows.push(row("Snoozed", history.snoozes === 1 ? "once" : history.snoozes + " times"));
+  if (job.executedBy) rows.push(row("Instance", job.executedBy));
+  if (job.lastErrorMessage) rows.push(row("Last error", el("span", { class: "error-text", text: job.lastErrorMessage })));
+  if (job.progress !== null) rows.push(row("Progress", progress(job.progress)));
+  rows.push(row("Payload", full(job.payload)), row("Result", job.result === null ? "none" : full(job.result)));
+  $("job-title").textContent = "Job " + job.id;
+  $("job-fields").replaceChildren(...rows);
+  if (!$("job").open) $("job").showModal();
+}
+$("job-close").addEventListener("click", () => $("job").close());
+$("job").addEventListener("close", () => { shownJob = ""; });
+// A click on a job's row (not on its buttons) shows the job, whichever list it is in.
+document.addEventListener("click", (event) => {
+  const row = event.target.closest("tr[data-job-id]");
+  if (row && row.dataset.jobId && !event.target.closest("button")) showJob(row.dataset.jobId);
+});
 refresh();
 setInterval(refresh, 2000);
 `;
@@ -151,6 +196,12 @@ svg rect.done { fill: #2e7d32; } svg rect.failed { fill: #c62828; } svg { backgr
 button { cursor: pointer; } small { color: #667; }
 .axis { display: flex; justify-content: space-between; width: 600px; color: #667; font-size: .8rem; }
 .legend-done { color: #2e7d32; } .legend-failed { color: #c62828; }
+tr[data-job-id]:not([data-job-id=""]) { cursor: pointer; } tr[data-job-id]:not([data-job-id=""]):hover { background: #f6f7f9; }
+td code { word-break: break-all; } dialog { width: min(60rem, 90vw); border: 1px solid #d6dae3; border-radius: 6px; }
+dialog th { width: 8rem; } pre { margin: 0; white-space: pre-wrap; word-break: break-all; max-height: 20rem; overflow: auto; }
+.state { padding: 0 .4rem; border-radius: 3px; background: #eceef3; } .state-completed { color: #2e7d32; }
+.state-failed, .state-interrupted { color: #b3261e; } .state-cancelled { background: #5f6368; color: #fff; }
+.state-snoozed { background: #e8eaf6; color: #283593; }
 `;
 
 export const DASHBOARD_HTML = `<!doctype html>
@@ -172,13 +223,15 @@ export const DASHBOARD_HTML = `<!doctype html>
   <div class="card">Active<b id="total-active">-</b></div>
   <div class="card">Completed, last 60 min<b id="total-completed">-</b></div>
   <div class="card">Failed, last 60 min<b id="total-failed">-</b></div>
+  <div class="card">Cancelled, last 60 min<b id="total-cancelled">-</b></div>
+  <div class="card">Snoozed<b id="total-snoozed">-</b></div>
   <div class="card">Oldest due job waiting<b id="total-oldest">-</b></div>
 </div>
 <h2>Throughput, last 60 minutes <small><span class="legend-done">completed</span> / <span class="legend-failed">failed</span> per minute, <span id="chart-max"></span></small></h2>
 <svg id="chart" viewBox="0 0 600 120" width="600" height="120" role="img" aria-label="Jobs ended per minute"></svg>
 <div class="axis"><span>60 min ago</span><span>now</span></div>
-<h2>By task <small>(completed and failed: last 60 minutes)</small></h2>
-<table><thead><tr><th>Task</th><th>Pending</th><th>Due</th><th>Active</th><th>Completed</th><th>Failed</th><th>Oldest due</th><th></th></tr></thead><tbody id="tasks"></tbody></table>
+<h2>By task <small>(completed, failed and cancelled: last 60 minutes)</small></h2>
+<table><thead><tr><th>Task</th><th>Pending</th><th>Due</th><th>Active</th><th>Completed</th><th>Failed</th><th>Cancelled</th><th>Snoozed</th><th>Oldest due</th><th></th></tr></thead><tbody id="tasks"></tbody></table>
 <h2>Queues <small>(limits as this instance has them configured)</small></h2>
 <table><thead><tr><th>Queue</th><th>State</th><th>Pending</th><th>Due</th><th>Active</th><th>Limits</th><th></th></tr></thead><tbody id="queues"></tbody></table>
 <h2>Failed</h2>
@@ -187,10 +240,13 @@ export const DASHBOARD_HTML = `<!doctype html>
 <table><thead><tr><th>Job</th><th>Task</th><th>Due</th><th>Attempts</th><th>Last error</th><th></th></tr></thead><tbody id="pending"></tbody></table>
 <h2>Running</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempt</th><th>Instance</th><th>Started</th><th>Progress</th><th></th></tr></thead><tbody id="active"></tbody></table>
-<h2>Recently completed</h2>
-<table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Completed at</th><th>Took</th></tr></thead><tbody id="completed"></tbody></table>
+<h2>Recently completed <small>(click a job for its whole result and its details)</small></h2>
+<table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Completed at</th><th>Took</th><th>Result</th></tr></thead><tbody id="completed"></tbody></table>
+<h2>Recently cancelled</h2>
+<table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Cancelled at</th><th></th></tr></thead><tbody id="cancelled"></tbody></table>
 <h2>Schedules</h2>
 <table><thead><tr><th>Name</th><th>Task</th><th>Cron</th><th>Time zone</th><th>Overlap</th><th>Planned until</th><th>Payload</th><th></th></tr></thead><tbody id="schedules"></tbody></table>
+<dialog id="job"><h2 id="job-title"></h2><table><tbody id="job-fields"></tbody></table><p><button type="button" id="job-close">Close</button></p></dialog>
 <script>${SCRIPT}</script>
 </body>
 </html>

@@ -37,13 +37,32 @@ export interface TaskStats {
    * had a run active.
    */
   skipped: number;
+  /** Queued again by a snooze (`ctx.snooze`) and waiting it out now: a part of `pending`. */
+  snoozed: number;
   /** Seconds the longest-waiting due job has been due; `null` when none is. */
   oldestPendingAgeSeconds: number | null;
 }
 
+/**
+ * A job as the admin API lists it: without its result, which may be large (`getJob` has it), but
+ * with a preview of it, and with its snoozes.
+ *
+ * @publicApi
+ */
+export interface ListedJobInfo extends Omit<JobInfo, 'result'> {
+  /**
+   * The result's JSON text, cut to 200 characters (then ending with `…`); `…` alone for a result
+   * stored in more than 8 kB, which a list does not read; `null` when there is none.
+   */
+  resultPreview: string | null;
+  /** When a pending job waiting out a snooze (`ctx.snooze`) is due again; `null` otherwise. */
+  snoozedUntil: Date | null;
+  /** How many times the job's attempts snoozed, over its whole life. */
+  snoozes: number;
+}
+
 /** A listed row carries the key it was sorted by, which the API leaves out. */
-/** A job as lists show it: without its result, which may be large; `getJob` has it. */
-type ListedJob = Omit<JobInfo, 'result'> & { sortAt?: Date };
+type ListedJob = ListedJobInfo & { sortAt?: Date };
 
 const COUNTS = [
   'pending',
@@ -54,6 +73,7 @@ const COUNTS = [
   'interrupted',
   'cancelled',
   'skipped',
+  'snoozed',
 ] as const;
 
 /**
@@ -80,9 +100,7 @@ export class JobsAdminService implements OnModuleInit {
     this.sql = adminSql(this.db.schema);
   }
 
-  async listJobs(
-    query: JobListQuery,
-  ): Promise<{ jobs: Omit<JobInfo, 'result'>[]; hasMore: boolean }> {
+  async listJobs(query: JobListQuery): Promise<{ jobs: ListedJobInfo[]; hasMore: boolean }> {
     const { state, task = null, limit, offset } = query;
     // One row more than asked tells whether there is a next page without counting the table.
     const page = [limit + 1, offset];
@@ -143,7 +161,7 @@ export class JobsAdminService implements OnModuleInit {
   /**
    * Counts per task. `completed`, `failed`, `interrupted` and `cancelled` count the jobs that
    * ended in the last `minutes` (default 60), so that the page's poll never counts the whole
-   * history; `pending`, `due` and `active` are counts of now.
+   * history; `pending`, `due`, `snoozed` and `active` are counts of now.
    */
   async stats(
     minutes = DEFAULT_STATS_MINUTES,
@@ -158,6 +176,7 @@ export class JobsAdminService implements OnModuleInit {
       interrupted: 0,
       cancelled: 0,
       skipped: 0,
+      snoozed: 0,
       oldestPendingAgeSeconds: null,
     };
     for (const line of tasks) {

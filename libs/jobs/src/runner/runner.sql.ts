@@ -385,9 +385,10 @@ export function runnerSql({ quoted: s }: SchemaName) {
       FROM failed`),
 
     /**
-     * Ends an attempt whose task asked to run later (`ctx.snooze`): history says `snoozed` and the
-     * job is queued again, due in $3 seconds, with the retries it had, so the next attempt has the
-     * same number. Fenced like every ending, and to the instance that ran it ($4): the attempt
+     * Ends an attempt whose task asked to run later (`ctx.snooze`): history says `snoozed` (with
+     * "completedAt", as every write that ends an attempt sets it: the dashboard counts the jobs
+     * waiting out a snooze through job_history_state_ended_at) and the job is queued again, due in
+     * $3 seconds, with the retries it had, so the next attempt has the same number. Fenced like every ending, and to the instance that ran it ($4): the attempt
      * number is reused, so a repeat of this write (its first answer lost) must not snooze an
      * attempt another instance has claimed since.
      *
@@ -396,7 +397,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
     snooze: preparedStatement(`
       WITH snoozed AS (
         UPDATE ${s}."jobHistory"
-        SET state = 'snoozed', "updatedAt" = now()
+        SET state = 'snoozed', snoozes = snoozes + 1, "completedAt" = now(), "updatedAt" = now()
         WHERE id = $1 AND attempt = $2 AND state = 'active' AND "executedBy" = $4
         RETURNING *
       )

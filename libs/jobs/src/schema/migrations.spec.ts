@@ -31,6 +31,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       8: 'dd0360c5335d',
       9: 'cb6ddce3fb64',
       10: 'd9ce38fc5825',
+      11: 'e896f62ef0ec',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [

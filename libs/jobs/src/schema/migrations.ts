@@ -349,6 +349,16 @@ export const MIGRATIONS: readonly Migration[] = [
       $$;
     `,
   },
+  {
+    version: 11,
+    name: 'how many times each job snoozed',
+    sql: ({ quoted: s }) => `
+      -- Counted by every snooze over the job's whole life: history keeps one row per job, which the
+      -- job's next claim overwrites, and no write but a snooze touches the count. A constant
+      -- default: PostgreSQL 11+ adds the column to the catalog without rewriting the table.
+      ALTER TABLE ${s}."jobHistory" ADD COLUMN snoozes integer NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */

@@ -92,6 +92,8 @@ export class JobHistoryEntity {
   /** The queue the attempt ran in: its task's, on the instance that claimed it. */
   @column('queue', 'text') queue!: string;
   @column('groupKey', 'text', true) groupKey!: string | null;
+  /** How many times the job's attempts snoozed (`ctx.snooze`), over its whole life. */
+  @column('snoozes', 'integer') snoozes!: number;
 }
 
 /**
