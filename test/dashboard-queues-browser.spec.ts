@@ -67,4 +67,6 @@ it('shows each queue with its counts and limits, and pauses and resumes it on a 
     .waitFor({ timeout: UI_TIMEOUT });
   await expect(row.textContent()).resolves.toContain('running');
   expect(problems).toEqual([]);
+  // Closed here: a page left open keeps polling while the test database is dropped.
+  await page.close();
 });

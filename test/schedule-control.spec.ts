@@ -90,7 +90,11 @@ it('pauses, resumes and triggers a bridged @Cron method from another instance, d
   expect(ran.filter((run) => run.schedule === 'newYear')).toEqual([
     { schedule: 'newYear', instance: 'worker' },
   ]);
-  expect((await worker.queue.getJob(id))?.state).toBe('completed');
+  // The handler has returned; its completion is written just after (in a batch).
+  await waitFor(
+    'the triggered job to be completed',
+    async () => (await worker.queue.getJob(id))?.state === 'completed',
+  );
   expect(await paused(control, 'newYear')).toBe(true);
   expect(
     ran.filter((run) => run.schedule === 'tick').every((run) => run.instance !== 'control'),
