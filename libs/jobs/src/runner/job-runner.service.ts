@@ -314,6 +314,13 @@ export class JobRunner {
     });
   }
 
+  /** The task of `job` settled: its slot of `concurrency` is free again. */
+  private freeSlot(job: ClaimedJob): void {
+    this.executing--;
+    this.claims.settled(job.queue);
+    if (this.backlog) this.wake();
+  }
+
   private async execute(attempt: RunningAttempt): Promise<void> {
     const { job } = attempt;
     const { ending, stray, transaction } = this.telemetry.enabled
@@ -327,11 +334,9 @@ export class JobRunner {
           'ignores ctx.signal and is still running; it keeps its slot of concurrency until it settles.',
       );
     }
-    void (stray ?? Promise.resolve()).then(() => {
-      this.executing--;
-      this.claims.settled(job.queue);
-      if (this.backlog) this.wake();
-    });
+    // At once when nothing strays: not through a resolved promise, a promise and a turn per job.
+    if (stray) void stray.then(() => this.freeSlot(job));
+    else this.freeSlot(job);
     if (attempt.released || attempt.cancelled) {
       this.progress.discard(attempt);
       await transaction?.rollback();
