@@ -56,6 +56,15 @@ describe('createJobContext', () => {
     expect(heard.progress).toEqual(['40', '{"done":2,"of":5}']);
   });
 
+  it('reports progress also when reportProgress is taken out of the context', () => {
+    const { sources, heard } = recordingSources();
+    const { reportProgress, signal } = createJobContext(JOB, sources);
+    reportProgress(10);
+    reportProgress(20);
+    expect(heard.progress).toEqual(['10', '20']);
+    expect(signal).toBeInstanceOf(AbortSignal);
+  });
+
   it('snoozes, also when snooze is called apart from the context', () => {
     const { snooze } = createJobContext(JOB, recordingSources().sources);
     expect(snooze(30)).toEqual(new JobSnooze(30));

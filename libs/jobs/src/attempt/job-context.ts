@@ -41,6 +41,7 @@ class AttemptContext implements JobContext {
   readonly maxRetries: number;
   readonly manager?: EntityManager;
   readonly #sources: ContextSources;
+  #reportProgress?: JobContext['reportProgress'];
 
   constructor(job: AttemptJob, sources: ContextSources) {
     this.id = job.id;
@@ -55,10 +56,16 @@ class AttemptContext implements JobContext {
     return this.#sources.signal();
   }
 
-  reportProgress(value: number | Record<string, unknown>): void {
-    this.#sources.progress(encodeProgress(value));
+  /**
+   * A function of its own, made on first use, so that it works taken out of the context
+   * (`run(payload, { reportProgress })`) as `signal` and `snooze` do; an attempt that never reports
+   * progress allocates none.
+   */
+  get reportProgress(): JobContext['reportProgress'] {
+    return (this.#reportProgress ??= (value) => this.#sources.progress(encodeProgress(value)));
   }
 
+  /** Needs no `this`: it works taken out of the context too. */
   snooze(seconds: number): JobSnooze {
     return snooze(seconds);
   }
