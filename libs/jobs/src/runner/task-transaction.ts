@@ -15,7 +15,7 @@ export class TaskTransaction {
   ) {}
 
   static async begin(db: JobsDatabase): Promise<TaskTransaction> {
-    const runner = db.dataSource.createQueryRunner();
+    const runner = (await db.transactionSource()).createQueryRunner();
     try {
       await runner.connect();
       await runner.startTransaction();

@@ -1,4 +1,4 @@
-import { CronExpressionParser } from 'cron-parser';
+import { cronExpressionParser } from './cron-parser.js';
 import { isFixedOffsetZone } from './time-zones.js';
 
 /** What slot expansion needs of a schedule. */
@@ -51,7 +51,7 @@ export function expandSlots(source: SlotSource, after: Date, until: Date, limit:
   const start = nearOffsetChange(source.timezone, after)
     ? new Date(after.getTime() - ANCHOR_LOOKBACK_MS)
     : after;
-  const iterator = CronExpressionParser.parse(source.cron, {
+  const iterator = cronExpressionParser().parse(source.cron, {
     currentDate: start,
     endDate: until,
     tz: source.timezone,
@@ -72,7 +72,7 @@ export function expandSlots(source: SlotSource, after: Date, until: Date, limit:
 export function latestSlotAtOrBefore(source: SlotSource, at: Date): Date | null {
   const once = oneOffInstant(source.cron);
   if (once) return once.getTime() <= at.getTime() ? once : null;
-  const iterator = CronExpressionParser.parse(source.cron, {
+  const iterator = cronExpressionParser().parse(source.cron, {
     currentDate: new Date(at.getTime() + 1),
     tz: source.timezone,
   });

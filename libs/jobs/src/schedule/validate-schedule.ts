@@ -1,4 +1,3 @@
-import { CronExpressionParser } from 'cron-parser';
 import { assertOptionsObject } from '../common/assert-options-object.js';
 import { serialisePayload } from '../common/json-payload.js';
 import { NAME_PATTERN, NAME_RULE } from '../common/names.js';
@@ -13,6 +12,7 @@ import type {
   OverlapPolicy,
   ScheduleSource,
 } from './cron-schedule.interface.js';
+import { cronExpressionParser } from './cron-parser.js';
 import { oneOffInstant } from './slot-expansion.js';
 import { isKnownTimeZone } from './time-zones.js';
 
@@ -130,7 +130,7 @@ function validateCronExpression(schedule: string, expression: unknown, timezone:
   }
   try {
     // A first slot proves the expression can fire at all (`0 0 31 2 *` parses field by field).
-    CronExpressionParser.parse(cron, { currentDate: new Date(), tz: timezone }).next();
+    cronExpressionParser().parse(cron, { currentDate: new Date(), tz: timezone }).next();
   } catch (err) {
     throw new InvalidCronExpressionError(
       schedule,

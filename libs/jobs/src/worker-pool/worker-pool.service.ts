@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { BroadcastChannel } from 'node:worker_threads';
 import type { Worker } from 'node:worker_threads';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { DynamicThreadPool, FixedThreadPool } from 'poolifier';
 import type { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
 import type { AttemptJob } from '../attempt/attempt-job.js';
 import { toError } from '../common/errors.js';
@@ -63,6 +62,8 @@ export class WorkerPool {
   async start(): Promise<WorkerTaskDescriptions> {
     const { workerModule, workers, workerResourceLimits, workerExecArgv } = this.options;
     if (!workerModule) return [];
+    // Loaded only by an app that has worker tasks.
+    const { DynamicThreadPool, FixedThreadPool } = await import('poolifier');
     const entry = resolveWorkerEntry(workerExecArgv);
     const progressChannel = new BroadcastChannel(`nestjs-pg-jobs:progress:${randomUUID()}`);
     progressChannel.onmessage = (event) => {
