@@ -10,7 +10,8 @@
 export class AttemptAbortController {
   private controller?: AbortController;
   private abortedWith?: { readonly reason: unknown };
-  private listeners?: ((reason: unknown) => void)[];
+  /** A `Set`, not an array literal: see "Memory" in docs/performance.md. */
+  private listeners?: Set<(reason: unknown) => void>;
 
   get signal(): AbortSignal {
     if (!this.controller) {
@@ -25,7 +26,9 @@ export class AttemptAbortController {
     if (this.abortedWith) return;
     this.abortedWith = { reason };
     this.controller?.abort(reason);
-    for (const listener of this.listeners?.splice(0) ?? []) listener(reason);
+    const listeners = this.listeners;
+    this.listeners = undefined;
+    listeners?.forEach((listener) => listener(reason));
   }
 
   /**
@@ -37,10 +40,7 @@ export class AttemptAbortController {
       listener(this.abortedWith.reason);
       return () => undefined;
     }
-    (this.listeners ??= []).push(listener);
-    return () => {
-      const index = this.listeners?.indexOf(listener) ?? -1;
-      if (index >= 0) this.listeners!.splice(index, 1);
-    };
+    (this.listeners ??= new Set()).add(listener);
+    return () => this.listeners?.delete(listener);
   }
 }

@@ -2,12 +2,15 @@ import type { JobsDatabase } from '../database/jobs-database.js';
 import type { PreparedStatement } from '../database/prepared-statement.js';
 import type { ClaimedJob } from './runner.sql.js';
 
-interface PendingCompletion {
-  readonly job: ClaimedJob;
-  /** The result as JSON text, `null` when the task returned nothing. */
-  readonly result: string | null;
-  resolve(recorded: boolean): void;
-  reject(err: unknown): void;
+/** A completion waiting for its write. A class, not an object literal: see "Memory" in docs/performance.md. */
+class PendingCompletion {
+  constructor(
+    readonly job: ClaimedJob,
+    /** The result as JSON text, `null` when the task returned nothing. */
+    readonly result: string | null,
+    readonly resolve: (recorded: boolean) => void,
+    readonly reject: (err: unknown) => void,
+  ) {}
 }
 
 /**
@@ -30,7 +33,7 @@ export class CompletionBatcher {
   /** Resolves `true` once recorded, `false` if the attempt was no longer the active one (fenced). */
   complete(job: ClaimedJob, result: string | null): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ job, result, resolve, reject });
+      this.pending.push(new PendingCompletion(job, result, resolve, reject));
       if (!this.flushing) {
         this.flushing = true;
         // Let the completions of this turn join the batch.

@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
 import { toError } from '../common/errors.js';
 import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
@@ -20,8 +19,7 @@ import { AttemptProgress } from './attempt-progress.js';
 import { QueueClaims } from './queue-claims.js';
 import { runnerSql } from './runner.sql.js';
 import type { ClaimedJob, ClaimRow, RunnerSql } from './runner.sql.js';
-import { RunningAttempts } from './running-attempts.js';
-import type { RunningAttempt } from './running-attempts.js';
+import { RunningAttempt, RunningAttempts } from './running-attempts.js';
 import { ShutdownDrain } from './shutdown-drain.js';
 import { TaskExecutor } from './task-executor.js';
 
@@ -297,13 +295,7 @@ export class JobRunner {
   }
 
   private launch(job: ClaimedJob): void {
-    const attempt: RunningAttempt = {
-      job,
-      controller: new AttemptAbortController(),
-      released: false,
-      cancelled: false,
-      ended: false,
-    };
+    const attempt = new RunningAttempt(job);
     this.running.add(attempt);
     this.executing++;
     this.claims.started(job.queue);

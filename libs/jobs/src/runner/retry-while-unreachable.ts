@@ -5,10 +5,13 @@ import { isConnectionError } from '../database/connection-errors.js';
 const FIRST_DELAY_MS = 100;
 const MAX_DELAY_MS = 2_000;
 
-export interface RetryOutcome<T> {
-  readonly value: T;
-  /** An earlier try lost its connection: it may have committed before the answer was lost. */
-  readonly retried: boolean;
+/** What a write came to. A class, not an object literal: see "Memory" in docs/performance.md. */
+export class RetryOutcome<T> {
+  constructor(
+    readonly value: T,
+    /** An earlier try lost its connection: it may have committed before the answer was lost. */
+    readonly retried: boolean,
+  ) {}
 }
 
 /**
@@ -29,7 +32,7 @@ export async function retryWhileUnreachable<T>(
     try {
       const value = await write();
       if (tries > 1) logger.log(`Recorded ${what} after ${tries} tries.`);
-      return { value, retried: tries > 1 };
+      return new RetryOutcome(value, tries > 1);
     } catch (err) {
       if (!isConnectionError(err) || giveUp()) throw err;
       if (tries === 1) {

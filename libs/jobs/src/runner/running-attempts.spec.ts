@@ -1,9 +1,7 @@
-import { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
-import { RunningAttempts } from './running-attempts.js';
-import type { RunningAttempt } from './running-attempts.js';
+import { RunningAttempt, RunningAttempts } from './running-attempts.js';
 
-const attemptOf = (id: string, attempt: number): RunningAttempt => ({
-  job: {
+const attemptOf = (id: string, attempt: number) =>
+  new RunningAttempt({
     id,
     task: 't',
     queue: 'default',
@@ -12,12 +10,7 @@ const attemptOf = (id: string, attempt: number): RunningAttempt => ({
     maxRetries: 3,
     priority: 0,
     traceContext: null,
-  },
-  controller: new AttemptAbortController(),
-  released: false,
-  cancelled: false,
-  ended: false,
-});
+  });
 
 describe('RunningAttempts', () => {
   it('finds an attempt by job id and attempt number, and no other', () => {
@@ -37,7 +30,7 @@ describe('RunningAttempts', () => {
     running.add(reaped);
     running.add(next);
     expect(running.size).toBe(2);
-    expect([...running.values()]).toEqual([next, reaped]);
+    expect([...running.values()]).toEqual([reaped, next]);
     expect(running.find('a', 1)).toBe(reaped);
     expect(running.find('a', 2)).toBe(next);
 

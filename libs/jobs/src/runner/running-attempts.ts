@@ -1,62 +1,65 @@
-import type { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
+import { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
 import type { ProgressState } from './attempt-progress.js';
 import type { ClaimedJob } from './runner.sql.js';
 
-/** An attempt this instance claimed and has not written the ending of yet. */
-export interface RunningAttempt {
-  readonly job: ClaimedJob;
-  readonly controller: AttemptAbortController;
+/**
+ * An attempt this instance claimed and has not written the ending of yet. A class, not an object
+ * literal: see "Memory" in docs/performance.md.
+ */
+export class RunningAttempt {
+  readonly controller = new AttemptAbortController();
   /** Set when shutdown gave the attempt back: its own ending is then no longer ours to write. */
-  released: boolean;
+  released = false;
   /** Set when a cancel ended the attempt in the database: it has no ending of its own to write. */
-  cancelled: boolean;
+  cancelled = false;
   /** The attempt's outcome is known (its task settled, or it was aborted): only its write is left. */
-  ended: boolean;
+  ended = false;
   /** Its progress, once its task reported some. */
   progress?: ProgressState;
+
+  constructor(readonly job: ClaimedJob) {}
 }
 
 /**
  * The attempts whose ending is not written yet: what the claim loop bounds and gives back after a
  * lost claim reply, what shutdown drains, and where a cancel finds the attempt it aborts.
  *
- * Attempts are held one entry each, never one per job: after a reaper requeued a job whose attempt
- * is still running here, this instance may claim the next attempt while the old one ends. They are
- * kept by job id, so that a cancel finds its attempt without a scan, at no more cost per attempt
- * than a set; the rare older attempt of a job that runs again here waits aside.
+ * A list, not a `Map` by job id: a table that every attempt adds to and deletes from is rebuilt
+ * every few dozen attempts, and V8 keeps each table it replaces, with the attempts it held, until
+ * its next full collection, so that every attempt reached the old generation (see "Memory" in
+ * docs/performance.md). `concurrency` bounds the list: a removal scans it from the oldest attempt,
+ * the likeliest to end first, and a cancel (rare) scans it too. After a reaper requeued a job whose
+ * attempt still runs here, this instance may claim the job's next attempt while the old one ends:
+ * both are held, as any two attempts.
  */
 export class RunningAttempts {
-  private readonly latest = new Map<string, RunningAttempt>();
-  private readonly older = new Set<RunningAttempt>();
+  private readonly attempts: RunningAttempt[] = [];
   private idle?: () => void;
 
   get size(): number {
-    return this.latest.size + this.older.size;
+    return this.attempts.length;
   }
 
   add(attempt: RunningAttempt): void {
-    const previous = this.latest.get(attempt.job.id);
-    if (previous) this.older.add(previous);
-    this.latest.set(attempt.job.id, attempt);
+    this.attempts.push(attempt);
   }
 
   delete(attempt: RunningAttempt): void {
-    if (this.latest.get(attempt.job.id) === attempt) this.latest.delete(attempt.job.id);
-    else this.older.delete(attempt);
-    if (this.size === 0) this.idle?.();
+    const index = this.attempts.indexOf(attempt);
+    if (index < 0) return;
+    this.attempts.splice(index, 1);
+    if (this.attempts.length === 0) this.idle?.();
   }
 
   /** Attempt `attempt` of job `id`, if it runs here. */
   find(id: string, attempt: number): RunningAttempt | undefined {
-    const latest = this.latest.get(id);
-    if (latest?.job.attempt === attempt) return latest;
-    if (this.older.size === 0) return undefined;
-    return [...this.older].find((older) => older.job.id === id && older.job.attempt === attempt);
+    return this.attempts.find(
+      (running) => running.job.id === id && running.job.attempt === attempt,
+    );
   }
 
-  *values(): IterableIterator<RunningAttempt> {
-    yield* this.latest.values();
-    yield* this.older;
+  values(): IterableIterator<RunningAttempt> {
+    return this.attempts.values();
   }
 
   /** Resolves once no attempt is left, or after `ms`, whichever comes first. */
@@ -67,7 +70,7 @@ export class RunningAttempts {
         clearTimeout(timer);
         resolve();
       };
-      if (this.size === 0) this.idle();
+      if (this.attempts.length === 0) this.idle();
     });
   }
 }

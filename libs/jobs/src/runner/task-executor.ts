@@ -1,7 +1,9 @@
 import type { Logger } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { endingOfReturn, endingOfThrow } from '../attempt/attempt-ending.js';
 import type { AttemptEnding } from '../attempt/attempt-ending.js';
 import { createJobContext } from '../attempt/job-context.js';
+import type { ContextSources } from '../attempt/job-context.js';
 import { runWithTimeout } from '../attempt/run-with-timeout.js';
 import type { JobsDatabase } from '../database/jobs-database.js';
 import type { JobBackoff } from '../discovery/job-task.interfaces.js';
@@ -13,16 +15,21 @@ import type { WorkerJobOutcome } from '../worker-pool/worker-protocol.js';
 import type { RunningAttempt } from './running-attempts.js';
 import { TaskTransaction } from './task-transaction.js';
 
-/** What running one attempt's task came to. */
-export interface TaskOutcome {
-  readonly ending: AttemptEnding;
-  /**
-   * An in-process task that was aborted (timeout, shutdown) and has not settled: it cannot be
-   * stopped, so it keeps its slot until it does.
-   */
-  readonly stray?: Promise<void>;
-  /** A `transactional` task's transaction, open, for its completion or snooze to be written in. */
-  readonly transaction?: TaskTransaction;
+/**
+ * What running one attempt's task came to. A class, as are the other objects every attempt makes
+ * here, not an object literal: see "Memory" in docs/performance.md.
+ */
+export class TaskOutcome {
+  constructor(
+    readonly ending: AttemptEnding,
+    /**
+     * An in-process task that was aborted (timeout, shutdown) and has not settled: it cannot be
+     * stopped, so it keeps its slot until it does.
+     */
+    readonly stray?: Promise<void>,
+    /** A `transactional` task's transaction, open, for its completion or snooze to be written in. */
+    readonly transaction?: TaskTransaction,
+  ) {}
 }
 
 /**
@@ -47,7 +54,7 @@ export class TaskExecutor {
       const error = new Error(
         `No handler for task "${job.task}" on instance ${this.options.instanceId}.`,
       );
-      return { ending: this.threw(attempt, error) };
+      return new TaskOutcome(this.threw(attempt, error));
     }
     const timeout = task.options.timeout ?? this.options.taskTimeout;
     const { handler, options } = task;
@@ -57,14 +64,10 @@ export class TaskExecutor {
     try {
       if (options.transactional) transaction = await TaskTransaction.begin(this.db);
     } catch (err) {
-      return { ending: this.threw(attempt, err) };
+      return new TaskOutcome(this.threw(attempt, err));
     }
     const { controller } = attempt;
-    const ctx = createJobContext(job, {
-      signal: () => controller.signal,
-      progress: (json) => this.progress(attempt, json),
-      manager: transaction?.manager,
-    });
+    const ctx = createJobContext(job, new AttemptSources(attempt, this.progress, transaction));
     let settled = false;
     // Through a promise, so that a task that throws synchronously rejects like one that rejects.
     const running = Promise.resolve().then(() => handler.run(job.payload, ctx));
@@ -84,13 +87,13 @@ export class TaskExecutor {
     if (!settled) {
       const stray = running.then(noop, noop);
       await transaction?.abandon(stray);
-      return { ending, stray };
+      return new TaskOutcome(ending, stray);
     }
     if (ending.outcome === 'failed') {
       await transaction?.rollback();
-      return { ending };
+      return new TaskOutcome(ending);
     }
-    return { ending, transaction };
+    return new TaskOutcome(ending, undefined, transaction);
   }
 
   private async runInThread(attempt: RunningAttempt, timeout: number): Promise<TaskOutcome> {
@@ -101,17 +104,38 @@ export class TaskExecutor {
       );
     } catch (err) {
       // The thread died, did not answer, or the attempt was aborted: its backoff is out of reach.
-      return { ending: this.threw(attempt, err) };
+      return new TaskOutcome(this.threw(attempt, err));
     }
     if (outcome.progress !== undefined) this.progress(attempt, outcome.progress);
     const { ending } = outcome;
-    return {
-      ending: ending.outcome === 'failed' ? { ...ending, error: fromThread(ending.error) } : ending,
-    };
+    return new TaskOutcome(
+      ending.outcome === 'failed' ? { ...ending, error: fromThread(ending.error) } : ending,
+    );
   }
 
   private threw({ job }: RunningAttempt, thrown: unknown, backoff?: JobBackoff): AttemptEnding {
     return endingOfThrow(thrown, job, backoff, (message) => this.logger.warn(message));
+  }
+}
+
+/** What an in-process attempt's `JobContext` reads from the runner. */
+class AttemptSources implements ContextSources {
+  readonly manager?: EntityManager;
+
+  constructor(
+    private readonly attempt: RunningAttempt,
+    private readonly report: (attempt: RunningAttempt, json: string) => void,
+    transaction: TaskTransaction | undefined,
+  ) {
+    this.manager = transaction?.manager;
+  }
+
+  signal(): AbortSignal {
+    return this.attempt.controller.signal;
+  }
+
+  progress(json: string): void {
+    this.report(this.attempt, json);
   }
 }
 
