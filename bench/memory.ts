@@ -34,7 +34,7 @@ import { BATCH_SIZE } from './workloads.js';
 const SIZES = (process.env.BENCH_MEMORY_JOBS ?? '10000,50000').split(',').map(Number);
 const REPETITIONS = Number(process.env.BENCH_REPETITIONS ?? 5);
 const NODE_FLAGS = (process.env.BENCH_MEMORY_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-const STARTS = 3;
+const STARTS = 5;
 const BOOT_TARGET_MIB = 95;
 const GROWTH_TARGET_MIB = 10;
 /** How much V8's heap after full collections may grow over a process's drains (compiled code). */
