@@ -5,11 +5,17 @@
  * JSON to bench/results/.
  */
 import 'reflect-metadata';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createDatabase, resolveDatabaseServer } from '../tools/dev-database.js';
 import { baseline } from './baseline.js';
+import {
+  formatFigure,
+  openBenchServer,
+  perSecond,
+  recordDrain,
+  recordLatency,
+  unitOf,
+  writeResults,
+} from './harness.js';
+import type { Sample } from './harness.js';
 import { drainQueued, drainWorkerTasks, latencyTenQueues, library } from './library.js';
 import { latency, summarise } from './stats.js';
 import { checkTargets, describeCheck } from './targets.js';
@@ -27,20 +33,8 @@ interface Row {
   baseline: Figure;
 }
 
-const server = await resolveDatabaseServer(
-  join(tmpdir(), 'nestjs-pg-jobs-bench', `pg-${process.pid}`),
-);
-
-async function onFreshDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
-  const db = await createDatabase(server.url, 'jobs_bench');
-  try {
-    return await fn(db.url);
-  } finally {
-    await db.drop();
-  }
-}
-
-type Sample = Record<string, number>;
+const server = await openBenchServer();
+const { onFreshDatabase } = server;
 
 /**
  * The drain of c=50 x1 with its task in a named queue: with no limits (it must cost nothing), and
@@ -55,7 +49,6 @@ const QUEUE_DRAINS: readonly (readonly [string, QueueOptions])[] = [
 /** One repetition of every workload for one side, as named figures. */
 async function measure(side: QueueUnderTest): Promise<Sample> {
   const sample: Sample = {};
-  const perSecond = (ms: number) => (JOBS / ms) * 1000;
   sample['enqueue one by one'] = perSecond(await onFreshDatabase(side.enqueueOneByOne));
   sample['enqueue in batches'] = perSecond(await onFreshDatabase(side.enqueueBatches));
   for (const [concurrency, instances] of [
@@ -63,10 +56,7 @@ async function measure(side: QueueUnderTest): Promise<Sample> {
     [50, 1],
     [50, 2],
   ]) {
-    const run = await onFreshDatabase((url) => side.drain(url, concurrency, instances));
-    const name = `drain c=${concurrency} x${instances}`;
-    sample[name] = perSecond(run.ms);
-    sample[`${name} peak RSS`] = run.peakRssMiB;
+    await recordDrain(sample, server, side, concurrency, instances);
   }
   if (side === library) {
     // The baseline has no worker threads: its figure is its in-process drain at the same concurrency.
@@ -75,11 +65,7 @@ async function measure(side: QueueUnderTest): Promise<Sample> {
   } else {
     sample['drain worker tasks c=10 x1'] = sample['drain c=10 x1'];
   }
-  const lat = latency(await onFreshDatabase(side.latency));
-  sample['latency p50'] = lat.p50;
-  sample['latency p95'] = lat.p95;
-  sample['latency p99'] = lat.p99;
-  sample['latency max'] = lat.max;
+  const lat = await recordLatency(sample, server, side);
   // Named queues (the baseline has none: its figures are its plain drain and latency, as above).
   for (const [name, limits] of QUEUE_DRAINS) {
     sample[name] =
@@ -102,26 +88,19 @@ for (let i = 0; i < REPETITIONS; i++) {
 }
 await server.stop();
 
-const rows: Row[] = Object.keys(samples.library[0]).map((workload) => {
-  const isLatency = workload.startsWith('latency');
-  const isMemory = workload.endsWith('RSS');
-  return {
-    workload,
-    unit: isLatency ? 'ms' : isMemory ? 'MiB' : 'jobs/s',
-    better: isLatency || isMemory ? 'lower' : 'higher',
-    library: summarise(samples.library.map((s) => s[workload])),
-    baseline: summarise(samples.baseline.map((s) => s[workload])),
-  };
-});
+const rows: Row[] = Object.keys(samples.library[0]).map((workload) => ({
+  workload,
+  ...unitOf(workload),
+  library: summarise(samples.library.map((s) => s[workload])),
+  baseline: summarise(samples.baseline.map((s) => s[workload])),
+}));
 
-const fmt = (n: number) => (n >= 100 ? Math.round(n).toString() : n.toFixed(2));
-const range = (f: Figure) => `${fmt(f.median)} (${fmt(f.min)}–${fmt(f.max)})`;
 const lines = [
   `| workload | unit | nestjs-pg-jobs median (min–max) | baseline median (min–max) | library / baseline |`,
   `| --- | --- | --- | --- | --- |`,
   ...rows.map(
     (r) =>
-      `| ${r.workload} | ${r.unit} | ${range(r.library)} | ${range(r.baseline)} | ${(r.library.median / r.baseline.median).toFixed(2)} |`,
+      `| ${r.workload} | ${r.unit} | ${formatFigure(r.library)} | ${formatFigure(r.baseline)} | ${(r.library.median / r.baseline.median).toFixed(2)} |`,
   ),
 ];
 console.log(
@@ -147,27 +126,16 @@ console.log(
 const checks = checkTargets((workload) => rows.find((row) => row.workload === workload)!);
 console.log(`\nTargets:\n${checks.map(describeCheck).join('\n')}`);
 
-const results = new URL('./results/', import.meta.url);
-mkdirSync(results, { recursive: true });
-const file = new URL(`bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`, results);
-writeFileSync(
-  file,
-  JSON.stringify(
-    {
-      date: new Date().toISOString(),
-      jobs: JOBS,
-      repetitions: REPETITIONS,
-      rows,
-      targets: checks.map(({ target, value, met }) => ({
-        workload: target.workload,
-        measure: target.measure,
-        threshold: target.threshold,
-        value,
-        met,
-      })),
-    },
-    null,
-    2,
-  ),
-);
-console.log(`\nWritten to ${file.pathname}`);
+const file = writeResults('bench', {
+  jobs: JOBS,
+  repetitions: REPETITIONS,
+  rows,
+  targets: checks.map(({ target, value, met }) => ({
+    workload: target.workload,
+    measure: target.measure,
+    threshold: target.threshold,
+    value,
+    met,
+  })),
+});
+console.log(`\nWritten to ${file}`);
