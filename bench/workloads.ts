@@ -1,6 +1,7 @@
 /**
- * The workloads, each measured for every queue a bench compares on the same database server, one
- * after the other, in one process run. A workload gets a fresh database of its own.
+ * The workloads, each measured for every queue a bench compares (the library, the baseline, and in
+ * `npm run bench:peers` graphile-worker and pg-boss) on the same database server, one after the
+ * other, in one process run. A workload gets a fresh database of its own.
  */
 import pg from 'pg';
 import { pollUntil } from './stats.js';
