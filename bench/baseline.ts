@@ -8,7 +8,7 @@
  */
 import pg from 'pg';
 import { pollUntil, trackPeakRss } from './stats.js';
-import { BATCH_SIZE, JOBS, LATENCY_GAP_MS, LATENCY_JOBS } from './workloads.js';
+import { JOBS, inBatches, spacedLatencies } from './workloads.js';
 import type { QueueUnderTest } from './workloads.js';
 
 const SCHEMA = `
@@ -36,15 +36,16 @@ async function withPool<T>(
   }
 }
 
-async function insertBatches(pool: pg.Pool, jobs = JOBS): Promise<void> {
-  for (let offset = 0; offset < jobs; offset += BATCH_SIZE) {
-    const n = Math.min(BATCH_SIZE, jobs - offset);
-    await pool.query(
-      `WITH i AS (INSERT INTO q (task, payload) SELECT 'noop', p FROM unnest($1::jsonb[]) p RETURNING 1)
-       SELECT pg_notify('q', '') FROM (SELECT 1 FROM i LIMIT 1) x`,
-      [Array.from({ length: n }, () => '{}')],
-    );
-  }
+function insertBatches(pool: pg.Pool, jobs = JOBS): Promise<void> {
+  return inBatches(
+    (size) =>
+      pool.query(
+        `WITH i AS (INSERT INTO q (task, payload) SELECT 'noop', p FROM unnest($1::jsonb[]) p RETURNING 1)
+         SELECT pg_notify('q', '') FROM (SELECT 1 FROM i LIMIT 1) x`,
+        [Array.from({ length: size }, () => '{}')],
+      ),
+    jobs,
+  );
 }
 
 function plainQueue({ recordsCompletion }: { recordsCompletion: boolean }): QueueUnderTest {
@@ -94,33 +95,25 @@ function plainQueue({ recordsCompletion }: { recordsCompletion: boolean }): Queu
         const listener = new pg.Client({ connectionString: url });
         listener.on('error', () => undefined);
         await listener.connect();
-        const addedAt = new Map<string, number>();
-        const samples: number[] = [];
+        // Claim times by job id: a claim may come back before the insert that notified it does.
+        const claimedAt = new Map<string, number>();
         let claiming = Promise.resolve();
         listener.on('notification', () => {
           claiming = claiming.then(async () => {
             const { rows } = await pool.query(CLAIM, [10]);
             const now = performance.now();
-            for (const row of rows) samples.push(now - addedAt.get(String(row.id))!);
+            for (const row of rows) claimedAt.set(String(row.id), now);
           });
         });
         await listener.query('LISTEN q');
         try {
-          for (let i = 0; i < LATENCY_JOBS; i++) {
-            const sentAt = performance.now();
+          return await spacedLatencies(async () => {
             const { rows } = await pool.query(
               `WITH i AS (INSERT INTO q (task, payload) VALUES ('noop', '{}') RETURNING id)
-             SELECT id, pg_notify('q', '') FROM i`,
+               SELECT id, pg_notify('q', '') FROM i`,
             );
-            addedAt.set(String(rows[0].id), sentAt);
-            await new Promise((resolve) => setTimeout(resolve, LATENCY_GAP_MS));
-          }
-          await pollUntil(
-            async () => samples.length === LATENCY_JOBS,
-            30_000,
-            'baseline latency samples',
-          );
-          return samples;
+            return String(rows[0].id);
+          }, claimedAt);
         } finally {
           await listener.end();
         }

@@ -5,8 +5,8 @@ import { NestFactory } from '@nestjs/core';
 import pg from 'pg';
 import { JobQueueService, JobTask, JobsModule } from 'nestjs-pg-jobs';
 import type { JobContext, JobTaskHandler, JobsModuleOptions, QueueOptions } from 'nestjs-pg-jobs';
-import { pollUntil, trackPeakRss } from './stats.js';
-import { BATCH_SIZE, JOBS, LATENCY_GAP_MS, LATENCY_JOBS } from './workloads.js';
+import { trackPeakRss } from './stats.js';
+import { JOBS, drainSpanOnDatabaseClock, inBatches, spacedLatencies } from './workloads.js';
 import type { QueueUnderTest } from './workloads.js';
 
 /** Handler-start times by job id, for the latency workload. */
@@ -67,41 +67,23 @@ async function withApps<T>(
   }
 }
 
-async function enqueueInBatches(queue: JobQueueService, task = 'noop', jobs = JOBS): Promise<void> {
-  for (let offset = 0; offset < jobs; offset += BATCH_SIZE) {
-    const n = Math.min(BATCH_SIZE, jobs - offset);
-    await queue.addJobs(Array.from({ length: n }, () => ({ task })));
-  }
+function enqueueInBatches(queue: JobQueueService, task = 'noop', jobs = JOBS): Promise<void> {
+  return inBatches((size) => queue.addJobs(Array.from({ length: size }, () => ({ task }))), jobs);
 }
 
 /**
- * Polls history on one connection until the `jobs` queued jobs are recorded completed; returns the
- * drain's length on the database's clock, from the first claim to the last completion, so that
- * booting the Nest apps (and a worker pool) is not part of it. Only jobs that ended after `since`
- * count (history may hold older ones: see `drainOnFullHistory`), read on the index of ended jobs.
- * The clock is the database's, so polling rarely costs no precision; polling often would: each
- * count reads history, and that is CPU the drain being measured no longer has.
+ * First claim to last completion of the `jobs` queued jobs, on the database's clock, from their
+ * history rows. Only jobs that ended after `since` count (history may hold older ones: see
+ * `drainOnFullHistory`), read on the index of ended jobs.
  */
-async function drainTime(url: string, jobs: number, since: Date): Promise<number> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const ended = `FROM jobs."jobHistory" WHERE state = 'completed' AND "completedAt" >= $1`;
-    await pollUntil(
-      async () =>
-        (await client.query(`SELECT count(*)::int AS n ${ended}`, [since])).rows[0].n === jobs,
-      600_000,
-      'the library drain',
-      250,
-    );
-    const { rows } = await client.query(
-      `SELECT extract(epoch FROM max("completedAt") - min("startedAt")) * 1000 AS ms ${ended}`,
-      [since],
-    );
-    return Number(rows[0].ms);
-  } finally {
-    await client.end();
-  }
+function drainTime(url: string, jobs: number, since: Date): Promise<number> {
+  const ended = `FROM jobs."jobHistory" WHERE state = 'completed' AND "completedAt" >= $1`;
+  return drainSpanOnDatabaseClock(
+    url,
+    `SELECT count(*)::int AS n ${ended}`,
+    `SELECT extract(epoch FROM max("completedAt") - min("startedAt")) * 1000 AS ms ${ended}`,
+    { jobs, params: [since] },
+  );
 }
 
 /** The database's clock. */
@@ -205,24 +187,9 @@ export function latencyTenQueues(url: string): Promise<number[]> {
   );
 }
 
-/** Adds `LATENCY_JOBS` jobs `LATENCY_GAP_MS` apart; returns each one's enqueue-to-start time. */
-async function measureLatency(
-  queue: JobQueueService,
-  taskOf: (i: number) => string,
-): Promise<number[]> {
-  const addedAt = new Map<string, number>();
-  for (let i = 0; i < LATENCY_JOBS; i++) {
-    const sentAt = performance.now();
-    const { id } = await queue.addJob({ task: taskOf(i) });
-    addedAt.set(id, sentAt);
-    await new Promise((resolve) => setTimeout(resolve, LATENCY_GAP_MS));
-  }
-  await pollUntil(
-    async () => [...addedAt.keys()].every((id) => startedAt.has(id)),
-    30_000,
-    'latency samples',
-  );
-  return [...addedAt].map(([id, sent]) => startedAt.get(id)! - sent);
+/** The latency workload through `queue`, the `i`th job of task `taskOf(i)`. */
+function measureLatency(queue: JobQueueService, taskOf: (i: number) => string): Promise<number[]> {
+  return spacedLatencies(async (i) => (await queue.addJob({ task: taskOf(i) })).id, startedAt);
 }
 
 const WORKER_MODULE = new URL('./worker-noop.module.ts', import.meta.url).href;

@@ -5,11 +5,17 @@
  * ratio to both. Prints a table and writes the same as JSON to bench/results/.
  */
 import 'reflect-metadata';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createDatabase, resolveDatabaseServer } from '../tools/dev-database.js';
 import { baseline, floor } from './baseline.js';
+import {
+  formatFigure,
+  openBenchServer,
+  perSecond,
+  recordDrain,
+  recordLatency,
+  unitOf,
+  writeResults,
+} from './harness.js';
+import type { Sample } from './harness.js';
 import {
   drainOnFullHistory,
   drainQueued,
@@ -34,20 +40,8 @@ interface Row {
   floor: Figure;
 }
 
-const server = await resolveDatabaseServer(
-  join(tmpdir(), 'nestjs-pg-jobs-bench', `pg-${process.pid}`),
-);
-
-async function onFreshDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
-  const db = await createDatabase(server.url, 'jobs_bench');
-  try {
-    return await fn(db.url);
-  } finally {
-    await db.drop();
-  }
-}
-
-type Sample = Record<string, number>;
+const server = await openBenchServer();
+const { onFreshDatabase } = server;
 
 /**
  * The drain of c=50 x1 with its task in a named queue: with no limits (it must cost nothing), and
@@ -62,7 +56,6 @@ const QUEUE_DRAINS: readonly (readonly [string, QueueOptions])[] = [
 /** One repetition of every workload for one side, as named figures. */
 async function measure(side: QueueUnderTest): Promise<Sample> {
   const sample: Sample = {};
-  const perSecond = (ms: number) => (JOBS / ms) * 1000;
   sample['enqueue one by one'] = perSecond(await onFreshDatabase(side.enqueueOneByOne));
   sample['enqueue in batches'] = perSecond(await onFreshDatabase(side.enqueueBatches));
   for (const [concurrency, instances] of [
@@ -70,10 +63,7 @@ async function measure(side: QueueUnderTest): Promise<Sample> {
     [50, 1],
     [50, 2],
   ]) {
-    const run = await onFreshDatabase((url) => side.drain(url, concurrency, instances));
-    const name = `drain c=${concurrency} x${instances}`;
-    sample[name] = perSecond(run.ms);
-    sample[`${name} peak RSS`] = run.peakRssMiB;
+    await recordDrain(sample, server, side, concurrency, instances);
   }
   for (const size of QUEUE_SIZES) {
     const run = await onFreshDatabase((url) => side.drain(url, 50, 1, size));
@@ -91,11 +81,7 @@ async function measure(side: QueueUnderTest): Promise<Sample> {
         ? perSecond((await onFreshDatabase((url) => drainOnFullHistory(url, HISTORY_ROWS))).ms)
         : sample['drain c=50 x1'];
   }
-  const lat = latency(await onFreshDatabase(side.latency));
-  sample['latency p50'] = lat.p50;
-  sample['latency p95'] = lat.p95;
-  sample['latency p99'] = lat.p99;
-  sample['latency max'] = lat.max;
+  const lat = await recordLatency(sample, server, side);
   // Named queues (the baseline has none: its figures are its plain drain and latency, as above).
   for (const [name, limits] of QUEUE_DRAINS) {
     sample[name] =
@@ -119,28 +105,21 @@ for (let i = 0; i < REPETITIONS; i++) {
 }
 await server.stop();
 
-const rows: Row[] = Object.keys(samples.library[0]).map((workload) => {
-  const isLatency = workload.startsWith('latency');
-  const isMemory = workload.endsWith('RSS');
-  return {
-    workload,
-    unit: isLatency ? 'ms' : isMemory ? 'MiB' : 'jobs/s',
-    better: isLatency || isMemory ? 'lower' : 'higher',
-    library: summarise(samples.library.map((s) => s[workload])),
-    baseline: summarise(samples.baseline.map((s) => s[workload])),
-    floor: summarise(samples.floor.map((s) => s[workload])),
-  };
-});
+const rows: Row[] = Object.keys(samples.library[0]).map((workload) => ({
+  workload,
+  ...unitOf(workload),
+  library: summarise(samples.library.map((s) => s[workload])),
+  baseline: summarise(samples.baseline.map((s) => s[workload])),
+  floor: summarise(samples.floor.map((s) => s[workload])),
+}));
 
-const fmt = (n: number) => (n >= 100 ? Math.round(n).toString() : n.toFixed(2));
-const range = (f: Figure) => `${fmt(f.median)} (${fmt(f.min)}–${fmt(f.max)})`;
 const ratio = (a: Figure, b: Figure) => (a.median / b.median).toFixed(2);
 const lines = [
   `| workload | unit | nestjs-pg-jobs median (min–max) | baseline | floor | ÷ baseline | ÷ floor |`,
   `| --- | --- | --- | --- | --- | --- | --- |`,
   ...rows.map(
     (r) =>
-      `| ${r.workload} | ${r.unit} | ${range(r.library)} | ${range(r.baseline)} | ${range(r.floor)} | ${ratio(r.library, r.baseline)} | ${ratio(r.library, r.floor)} |`,
+      `| ${r.workload} | ${r.unit} | ${formatFigure(r.library)} | ${formatFigure(r.baseline)} | ${formatFigure(r.floor)} | ${ratio(r.library, r.baseline)} | ${ratio(r.library, r.floor)} |`,
   ),
 ];
 console.log(
@@ -170,27 +149,16 @@ const checks = checkTargets((workload) => {
 });
 console.log(`\nTargets:\n${checks.map(describeCheck).join('\n')}`);
 
-const results = new URL('./results/', import.meta.url);
-mkdirSync(results, { recursive: true });
-const file = new URL(`bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`, results);
-writeFileSync(
-  file,
-  JSON.stringify(
-    {
-      date: new Date().toISOString(),
-      jobs: JOBS,
-      repetitions: REPETITIONS,
-      rows,
-      targets: checks.map(({ target, value, met }) => ({
-        workload: target.workload,
-        against: target.against,
-        threshold: target.threshold,
-        value,
-        met,
-      })),
-    },
-    null,
-    2,
-  ),
-);
-console.log(`\nWritten to ${file.pathname}`);
+const file = writeResults('bench', {
+  jobs: JOBS,
+  repetitions: REPETITIONS,
+  rows,
+  targets: checks.map(({ target, value, met }) => ({
+    workload: target.workload,
+    against: target.against,
+    threshold: target.threshold,
+    value,
+    met,
+  })),
+});
+console.log(`\nWritten to ${file}`);
