@@ -50,10 +50,10 @@ function insertBatches(pool: pg.Pool, jobs = JOBS): Promise<void> {
 
 function plainQueue({ recordsCompletion }: { recordsCompletion: boolean }): QueueUnderTest {
   return {
-    enqueueOneByOne: (url) =>
+    enqueueOneByOne: (url, jobs = JOBS) =>
       withPool(url, 10, async (pool) => {
         const start = performance.now();
-        for (let i = 0; i < JOBS; i++) {
+        for (let i = 0; i < jobs; i++) {
           await pool.query(
             `WITH i AS (INSERT INTO q (task, payload) VALUES ('noop', $1) RETURNING 1) SELECT pg_notify('q', '') FROM i`,
             ['{}'],
@@ -62,16 +62,17 @@ function plainQueue({ recordsCompletion }: { recordsCompletion: boolean }): Queu
         return performance.now() - start;
       }),
 
-    enqueueBatches: (url) =>
+    enqueueBatches: (url, jobs) =>
       withPool(url, 10, async (pool) => {
         const start = performance.now();
-        await insertBatches(pool);
+        await insertBatches(pool, jobs);
         return performance.now() - start;
       }),
 
-    drain: (url, concurrency, instances, jobs = JOBS) =>
+    drain: (url, concurrency, instances, jobs = JOBS, backlogQueued) =>
       withPool(url, 10 * instances, async (pool) => {
         await insertBatches(pool, jobs);
+        await backlogQueued?.();
         const peak = trackPeakRss();
         const start = performance.now();
         let finished = 0;

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { Logger, makeWorkerUtils, run } from 'graphile-worker';
 import type { Runner, RunnerOptions, Task } from 'graphile-worker';
 import { pollUntil, trackPeakRss } from './stats.js';
-import { JOBS, inBatches, spacedLatencies } from './workloads.js';
+import { JOBS, inBatches, spacedLatencies, watchingClients } from './workloads.js';
 import type { DrainAndLatency } from './workloads.js';
 
 const quietLogger = new Logger(() => (level, message) => {
@@ -52,7 +52,7 @@ async function withRunners<T>(
 }
 
 export const graphileWorker: DrainAndLatency = {
-  async drain(url, concurrency, instances, jobs = JOBS) {
+  async drain(url, concurrency, instances, jobs = JOBS, backlogQueued) {
     const utils = await makeWorkerUtils({ connectionString: url, logger: quietLogger });
     try {
       await utils.migrate();
@@ -64,10 +64,12 @@ export const graphileWorker: DrainAndLatency = {
     } finally {
       await utils.release();
     }
+    await backlogQueued?.();
     // A completed job is deleted and leaves no timestamp behind, so the drain is timed on the
     // process's clock: from the first task's start until the table is empty, which is polled only
     // once every task has started (so the polling takes no CPU from the drain itself).
     const client = new pg.Client({ connectionString: url });
+    watchingClients.add(client);
     await client.connect();
     let started = 0;
     let firstStartedAt = 0;

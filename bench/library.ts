@@ -99,7 +99,8 @@ async function databaseNow(url: string): Promise<Date> {
 
 /**
  * Queues `jobs` jobs of `task` with no consumer running (after `prepare`, given the schema's
- * database), then drains them with `instances` apps (running `tasks`).
+ * database), then drains them with `instances` apps (running `tasks`), once `backlogQueued` (if
+ * any) has returned.
  */
 async function drain(
   url: string,
@@ -110,10 +111,12 @@ async function drain(
     tasks,
     jobs = JOBS,
     prepare,
+    backlogQueued,
   }: {
     tasks?: readonly Type[];
     jobs?: number;
     prepare?: (url: string) => Promise<void>;
+    backlogQueued?: () => Promise<void>;
   } = {},
 ): Promise<{ ms: number; peakRssMiB: number }> {
   await withApps(url, { runJobs: false, allowUnknownTasks: true }, 1, (queue) =>
@@ -121,6 +124,7 @@ async function drain(
   );
   await prepare?.(url);
   const since = await databaseNow(url);
+  await backlogQueued?.();
   const peak = trackPeakRss();
   return withApps(
     url,
@@ -200,22 +204,22 @@ export function drainWorkerTasks(url: string, concurrency: number) {
 }
 
 export const library: QueueUnderTest = {
-  enqueueOneByOne: (url) =>
+  enqueueOneByOne: (url, jobs = JOBS) =>
     withApps(url, { runJobs: false }, 1, async (queue) => {
       const start = performance.now();
-      for (let i = 0; i < JOBS; i++) await queue.addJob({ task: 'noop' });
+      for (let i = 0; i < jobs; i++) await queue.addJob({ task: 'noop' });
       return performance.now() - start;
     }),
 
-  enqueueBatches: (url) =>
+  enqueueBatches: (url, jobs) =>
     withApps(url, { runJobs: false }, 1, async (queue) => {
       const start = performance.now();
-      await enqueueInBatches(queue);
+      await enqueueInBatches(queue, 'noop', jobs);
       return performance.now() - start;
     }),
 
-  drain: (url, concurrency, instances, jobs) =>
-    drain(url, 'noop', { concurrency }, instances, { jobs }),
+  drain: (url, concurrency, instances, jobs, backlogQueued) =>
+    drain(url, 'noop', { concurrency }, instances, { jobs, backlogQueued }),
 
   latency: (url) =>
     withApps(url, { concurrency: 10 }, 1, (queue) => measureLatency(queue, () => 'noop')),

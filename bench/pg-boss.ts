@@ -44,7 +44,7 @@ async function withBosses<T>(
 }
 
 export const pgBoss: DrainAndLatency = {
-  async drain(url, concurrency, instances, jobs) {
+  async drain(url, concurrency, instances, jobs, backlogQueued) {
     await withBosses(url, 1, ([boss]) =>
       inBatches(
         (size) =>
@@ -55,6 +55,7 @@ export const pgBoss: DrainAndLatency = {
         jobs,
       ),
     );
+    await backlogQueued?.();
     const peak = trackPeakRss();
     return withBosses(url, instances, async (bosses) => {
       for (const boss of bosses) {

@@ -11,6 +11,12 @@ export const BATCH_SIZE = 500;
 export const LATENCY_JOBS = 200;
 export const LATENCY_GAP_MS = 20;
 export const REPETITIONS = Number(process.env.BENCH_REPETITIONS ?? 3);
+
+/**
+ * Clients the bench opens to watch a run (a drain's completion count), not the queue under test's:
+ * `npm run bench:costs` counts none of their statements.
+ */
+export const watchingClients = new WeakSet<pg.Client>();
 /**
  * Queue sizes the c=50 drain is also measured at (`BENCH_QUEUE_SIZES`, comma-separated; empty for
  * none): a queue's cost may grow with its length, the floor's does not.
@@ -26,13 +32,15 @@ export const HISTORY_ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 1_000_000);
 export interface DrainAndLatency {
   /**
    * Drains `jobs` (default `JOBS`) queued no-op jobs with `instances` consumers of `concurrency`
-   * each; returns elapsed ms and peak RSS.
+   * each; returns elapsed ms and peak RSS. `backlogQueued`, when given, is awaited once the jobs
+   * are queued and before any consumer starts: where `npm run bench:costs` starts counting.
    */
   drain(
     url: string,
     concurrency: number,
     instances: number,
     jobs?: number,
+    backlogQueued?: () => Promise<void>,
   ): Promise<{ ms: number; peakRssMiB: number }>;
   /** Enqueue-to-start latencies of `LATENCY_JOBS` jobs added `LATENCY_GAP_MS` apart to an idle consumer, in ms. */
   latency(url: string): Promise<number[]>;
@@ -40,10 +48,10 @@ export interface DrainAndLatency {
 
 /** What one side of `npm run bench` (library or baseline) must implement. */
 export interface QueueUnderTest extends DrainAndLatency {
-  /** `JOBS` enqueues, one after another; returns elapsed ms. */
-  enqueueOneByOne(url: string): Promise<number>;
-  /** `JOBS` enqueues in batches of `BATCH_SIZE`; returns elapsed ms. */
-  enqueueBatches(url: string): Promise<number>;
+  /** `jobs` (default `JOBS`) enqueues, one after another; returns elapsed ms. */
+  enqueueOneByOne(url: string, jobs?: number): Promise<number>;
+  /** `jobs` (default `JOBS`) enqueues in batches of `BATCH_SIZE`; returns elapsed ms. */
+  enqueueBatches(url: string, jobs?: number): Promise<number>;
 }
 
 /**
@@ -98,6 +106,7 @@ export async function drainSpanOnDatabaseClock(
   { jobs = JOBS, params = [] }: { jobs?: number; params?: unknown[] } = {},
 ): Promise<number> {
   const client = new pg.Client({ connectionString: url });
+  watchingClients.add(client);
   await client.connect();
   try {
     await pollUntil(
