@@ -56,6 +56,12 @@ interface Counts {
   hotUpdated: number;
   deleted: number;
   walBytes: number;
+  /**
+   * Where they go: rows by table (`rows <table> inserted|updated|HOT|deleted`) and, where the
+   * server has pg_walinspect, WAL bytes by resource manager (`WAL <manager>`, and
+   * `WAL full-page images` across them).
+   */
+  detail: Record<string, number>;
 }
 
 /** The counts so far on `url`'s database: statements of this process, rows written, WAL position. */
@@ -91,6 +97,18 @@ async function countsOn(url: string): Promise<Counts & { lsn: string }> {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     await client.query('SELECT pg_stat_clear_snapshot()');
+    const detail: Record<string, number> = {};
+    const tables = await client.query(
+      `SELECT schemaname || '.' || relname AS name, n_tup_ins::int AS inserted,
+              n_tup_upd::int AS updated, n_tup_hot_upd::int AS hot, n_tup_del::int AS deleted
+       FROM pg_stat_user_tables`,
+    );
+    for (const table of tables.rows) {
+      for (const key of ['inserted', 'updated', 'hot', 'deleted']) {
+        if (table[key] > 0)
+          detail[`rows ${table.name} ${key === 'hot' ? 'HOT' : key}`] = table[key];
+      }
+    }
     const { rows } = await client.query(
       `SELECT coalesce(sum(n_tup_ins), 0)::bigint AS inserted,
               coalesce(sum(n_tup_upd), 0)::bigint AS updated,
@@ -106,11 +124,52 @@ async function countsOn(url: string): Promise<Counts & { lsn: string }> {
       hotUpdated: Number(rows[0].hot_updated),
       deleted: Number(rows[0].deleted),
       walBytes: 0,
+      detail,
       lsn: rows[0].lsn,
     };
   } finally {
     await client.end();
   }
+}
+
+/**
+ * The WAL between two positions by resource manager, read with pg_walinspect (a contrib extension,
+ * made here on the workload's database after the second position), or nothing where the server
+ * lacks it. Its reader stops at the flushed position, so that is waited for first.
+ */
+async function walByManager(
+  client: pg.Client,
+  from: string,
+  to: string,
+): Promise<Record<string, number>> {
+  try {
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+  } catch {
+    return {};
+  }
+  const deadline = Date.now() + 10_000;
+  while (
+    (await client.query(`SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn AS flushed`, [to])).rows[0]
+      .flushed !== true
+  ) {
+    if (Date.now() > deadline) return {};
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  // It refuses an empty range (a run that wrote nothing).
+  const range = `SELECT $1::pg_lsn < $2::pg_lsn AS nonempty`;
+  if ((await client.query(range, [from, to])).rows[0].nonempty !== true) return {};
+  const { rows } = await client.query(
+    `SELECT "resource_manager/record_type" AS manager, combined_size::bigint AS bytes,
+            fpi_size::bigint AS images
+     FROM pg_get_wal_stats($1, $2) WHERE count > 0`,
+    [from, to],
+  );
+  const wal: Record<string, number> = { 'WAL full-page images': 0 };
+  for (const row of rows) {
+    wal[`WAL ${row.manager}`] = Number(row.bytes);
+    wal['WAL full-page images'] += Number(row.images);
+  }
+  return wal;
 }
 
 /** `after` − `before`, the WAL as the server computes it. */
@@ -127,6 +186,10 @@ async function difference(
       after.lsn,
       before.lsn,
     ]);
+    const detail = await walByManager(client, before.lsn, after.lsn);
+    for (const key of new Set([...Object.keys(before.detail), ...Object.keys(after.detail)])) {
+      detail[key] = (after.detail[key] ?? 0) - (before.detail[key] ?? 0);
+    }
     return {
       statements: after.statements - before.statements,
       inserted: after.inserted - before.inserted,
@@ -134,6 +197,7 @@ async function difference(
       hotUpdated: after.hotUpdated - before.hotUpdated,
       deleted: after.deleted - before.deleted,
       walBytes: Number(rows[0].bytes),
+      detail,
     };
   } finally {
     await client.end();
@@ -187,7 +251,8 @@ function countRun(workload: Workload, jobs: number): Promise<Counts> {
   });
 }
 
-const MEASURES: readonly (readonly [keyof Counts, string])[] = [
+type Measure = Exclude<keyof Counts, 'detail'>;
+const MEASURES: readonly (readonly [Measure, string])[] = [
   ['statements', 'statements (round trips)'],
   ['inserted', 'rows inserted'],
   ['updated', 'rows updated'],
@@ -202,16 +267,24 @@ for (const [name, make] of WORKLOADS) {
   for (const [sideName, side] of SIDES) {
     const full = await countRun(make(side), JOBS);
     const empty = await countRun(make(side), 0);
-    perJob[name][sideName] = Object.fromEntries(
-      MEASURES.map(([key]) => [key, (full[key] - empty[key]) / JOBS]),
-    ) as unknown as Counts;
+    const detail: Record<string, number> = {};
+    for (const key of new Set([...Object.keys(full.detail), ...Object.keys(empty.detail)])) {
+      const value = ((full.detail[key] ?? 0) - (empty.detail[key] ?? 0)) / JOBS;
+      if (value !== 0 || key === 'WAL full-page images') detail[key] = value;
+    }
+    perJob[name][sideName] = {
+      ...(Object.fromEntries(
+        MEASURES.map(([key]) => [key, (full[key] - empty[key]) / JOBS]),
+      ) as Omit<Counts, 'detail'>),
+      detail,
+    };
     console.error(`${name}: ${sideName} counted`);
   }
 }
 await server.stop();
 
-const format = (key: keyof Counts, n: number) =>
-  key === 'walBytes' ? Math.round(n).toString() : n.toFixed(3);
+const format = (key: string, n: number) =>
+  key.startsWith('WAL') || key === 'walBytes' ? Math.round(n).toString() : n.toFixed(3);
 const lines = [
   `| workload | per job | ${SIDES.map(([name]) => name).join(' | ')} |`,
   `| --- | --- | ${SIDES.map(() => '---:').join(' | ')} |`,
@@ -226,6 +299,21 @@ console.log(
   `\nPer job: a run of ${JOBS} jobs less a run of none, over ${JOBS}; PostgreSQL from ${server.source}; WAL is the server's, read while the bench is its only writer.\n`,
 );
 console.log(lines.join('\n'));
+console.log(
+  '\nWhere they go, per job (rows by table; WAL bytes by resource manager, if pg_walinspect):',
+);
+for (const [name] of WORKLOADS) {
+  for (const [side] of SIDES) {
+    const detail = perJob[name][side].detail;
+    // What rounds to nothing is left out, but full-page images: none is a figure too.
+    const keys = Object.keys(detail)
+      .filter((key) => key === 'WAL full-page images' || Number(format(key, detail[key])) !== 0)
+      .sort();
+    console.log(
+      `- ${name}, ${side}: ${keys.map((key) => `${key} ${format(key, detail[key])}`).join('; ')}`,
+    );
+  }
+}
 
 const file = writeResults('costs', { jobs: JOBS, batchSize: BATCH_SIZE, perJob });
 console.log(`\nWritten to ${file}`);
