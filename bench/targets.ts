@@ -26,8 +26,8 @@ export interface Target {
 
 const FLOOR_WHY =
   'per job the library writes its history row twice (active at the claim, its end at the ' +
-  'completion) where the floor writes nothing after its delete; see docs/performance.md, the ' +
-  'cost table.';
+  'completion) where the floor writes nothing after its delete: three rows and ~1 KB of WAL ' +
+  'against one row and ~0.1 KB (npm run bench:costs; "Cost per job" in docs/performance.md).';
 
 export const TARGETS: readonly Target[] = [
   {
