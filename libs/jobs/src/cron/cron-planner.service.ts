@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type pg from 'pg';
 import { toError } from '../common/errors.js';
+import { newJobId } from '../common/job-id.js';
 import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
@@ -168,7 +168,7 @@ export class CronPlannerService {
     if (!schedule) throw new UnknownScheduleError(name);
     const [job] = await this.db.query<{ id: string }>(this.sql.triggerSchedule, [
       name,
-      randomUUID(),
+      newJobId(),
       this.maxRetriesOf(schedule.task),
       this.options.instanceId,
       this.channel,
@@ -326,7 +326,7 @@ export class CronPlannerService {
         batch.schedule.push(schedule.name);
         batch.version.push(schedule.version);
         batch.slot.push(slot);
-        batch.jobId.push(randomUUID());
+        batch.jobId.push(newJobId());
         batch.maxRetries.push(maxRetries);
         batch.queue.push(queue);
       }

@@ -53,7 +53,10 @@ export interface AddJobOptions<Payload = unknown> {
  * @publicApi
  */
 export interface AddedJob<Result = unknown> {
-  /** The job's id. */
+  /**
+   * The job's id: a UUID of version 7, whose first 48 bits are the time it was made at (so ids sort
+   * by creation, to the millisecond; within one, at random).
+   */
   id: string;
   /** `true` when `uniqueKey` matched a pending job, whose id this is. */
   deduplicated: boolean;

@@ -1,5 +1,5 @@
 import { assertOptionsObject } from '../common/assert-options-object.js';
-import { randomUUID } from 'node:crypto';
+import { newJobId } from '../common/job-id.js';
 import { serialisePayload } from '../common/json-payload.js';
 import { INT4_MAX } from '../common/option-checks.js';
 import { InvalidJobOptionsError, UnknownTaskError } from '../errors/jobs.errors.js';
@@ -100,7 +100,7 @@ export function validateJob(options: AddJobOptions, defaults: JobDefaults): Vali
     }
   }
   return {
-    id: randomUUID(),
+    id: newJobId(),
     task,
     payload: serialisePayload(options.payload === undefined ? {} : options.payload),
     priority,
