@@ -11,21 +11,21 @@
  * - `startedAt` is when the thread started the job, on the process's monotonic clock (`nowMs`),
  *   which every thread shares: the job's `taskTimeout` counts from there.
  */
-export const JOB_CONTROL_BYTES = 16;
+const JOB_CONTROL_BYTES = 16;
 
 const SIGNAL = 0;
 const STARTED = 1;
 /** In `Float64Array` elements, after the two int32 slots. */
 const STARTED_AT = 1;
 
-export const STARTED_NO = 0;
-export const STARTED_YES = 1;
-export const STARTED_WITHDRAWN = 2;
+const STARTED_NO = 0;
+const STARTED_YES = 1;
+const STARTED_WITHDRAWN = 2;
 
 export const SIGNAL_NONE = 0;
 export const SIGNAL_TIMEOUT = 1;
 export const SIGNAL_SHUTDOWN = 2;
-export const SIGNAL_ENDED = 3;
+const SIGNAL_ENDED = 3;
 export const SIGNAL_CANCELLED = 4;
 
 /** `Atomics.waitAsync` (Node 16+), missing from the ES2023 typings this repo compiles against. */

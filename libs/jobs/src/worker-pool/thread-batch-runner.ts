@@ -10,15 +10,23 @@ export type RunJob = (job: WorkerJobRequest, control: JobControl) => Promise<Wor
  */
 export const SHORT_TASK_MS = 1;
 
-interface Batch {
-  remaining: number;
-  readonly done: () => void;
+/**
+ * A batch's count of jobs not yet ended or skipped. This and `Queued` are classes, not object
+ * literals, as they live as long as an attempt: see "Memory" in docs/performance.md.
+ */
+class Batch {
+  constructor(
+    public remaining: number,
+    readonly done: () => void,
+  ) {}
 }
 
-interface Queued {
-  readonly job: WorkerJobRequest;
-  readonly control: JobControl;
-  readonly batch: Batch;
+class Queued {
+  constructor(
+    readonly job: WorkerJobRequest,
+    readonly control: JobControl,
+    readonly batch: Batch,
+  ) {}
 }
 
 /**
@@ -52,9 +60,9 @@ export class ThreadBatchRunner {
   run({ jobs, control }: WorkerBatchRequest): Promise<void> {
     return new Promise<void>((done) => {
       if (jobs.length === 0) return done();
-      const batch: Batch = { remaining: jobs.length, done };
+      const batch = new Batch(jobs.length, done);
       for (const job of jobs)
-        this.queue.push({ job, control: new JobControl(control, job.slot), batch });
+        this.queue.push(new Queued(job, new JobControl(control, job.slot), batch));
       if (!this.running) void this.drain();
     });
   }

@@ -13,6 +13,7 @@ import { ThreadWorker } from 'poolifier';
 import { endingOfReturn, endingOfThrow } from '../attempt/attempt-ending.js';
 import type { AttemptEnding } from '../attempt/attempt-ending.js';
 import { createJobContext } from '../attempt/job-context.js';
+import type { ContextSources } from '../attempt/job-context.js';
 import { toError } from '../common/errors.js';
 import type { JobBackoff, JobTaskHandler } from '../discovery/job-task.interfaces.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
@@ -119,20 +120,48 @@ async function runJob(request: WorkerJobRequest, control: JobControl): Promise<W
 }
 
 /**
- * The job's `ctx.signal`, made when the task first asks for it: only then does the thread watch the
- * job's control slot for the abort the main thread asks for.
+ * What a job's `JobContext` reads in a thread. A class, not an object literal, as it lives as long
+ * as the attempt: see "Memory" in docs/performance.md.
  */
-function watchAbort(request: WorkerJobRequest, control: JobControl): AbortSignal {
-  const controller = new AbortController();
-  const abort = () => {
-    const code = control.abortCode();
-    if (code === SIGNAL_TIMEOUT) controller.abort(new JobTimeoutError(request.timeout));
-    else if (code === SIGNAL_SHUTDOWN) controller.abort(new JobsShutdownError());
-    else if (code === SIGNAL_CANCELLED) controller.abort(new JobCancelledError(request.id));
-  };
-  if (control.abortCode() === SIGNAL_NONE) void control.whenSignalled().then(abort);
-  else abort();
-  return controller.signal;
+class ThreadJobSources implements ContextSources {
+  /** The last value reported, which goes back with the outcome. */
+  lastProgress?: string;
+  private abortSignal?: AbortSignal;
+
+  constructor(
+    private readonly request: WorkerJobRequest,
+    private readonly control: JobControl,
+  ) {}
+
+  /**
+   * Made when the task first asks for it: only then does the thread watch the job's control slot
+   * for the abort the main thread asks for.
+   */
+  signal(): AbortSignal {
+    if (this.abortSignal) return this.abortSignal;
+    const controller = new AbortController();
+    this.abortSignal = controller.signal;
+    const { request, control } = this;
+    const abort = () => {
+      const code = control.abortCode();
+      if (code === SIGNAL_TIMEOUT) controller.abort(new JobTimeoutError(request.timeout));
+      else if (code === SIGNAL_SHUTDOWN) controller.abort(new JobsShutdownError());
+      else if (code === SIGNAL_CANCELLED) controller.abort(new JobCancelledError(request.id));
+    };
+    if (control.abortCode() === SIGNAL_NONE) void control.whenSignalled().then(abort);
+    else abort();
+    return controller.signal;
+  }
+
+  progress(json: string): void {
+    this.lastProgress = json;
+    const message: WorkerProgressMessage = {
+      id: this.request.id,
+      attempt: this.request.attempt,
+      progress: json,
+    };
+    progressChannel.postMessage(message);
+  }
 }
 
 async function runTask(
@@ -141,26 +170,15 @@ async function runTask(
   handler: JobTaskHandler,
   backoff: JobBackoff | undefined,
 ): Promise<WorkerJobOutcome> {
-  let signal: AbortSignal | undefined;
-  let progress: string | undefined;
-  const ctx = createJobContext(request, {
-    signal: () => (signal ??= watchAbort(request, control)),
-    progress: (json) => {
-      progress = json;
-      const message: WorkerProgressMessage = {
-        id: request.id,
-        attempt: request.attempt,
-        progress: json,
-      };
-      progressChannel.postMessage(message);
-    },
-  });
+  const sources = new ThreadJobSources(request, control);
+  const ctx = createJobContext(request, sources);
   let ending: AttemptEnding;
   try {
     ending = endingOfReturn(await handler.run(request.payload, ctx), threadData.maxResultBytes);
   } catch (err) {
     ending = endingOfThrow(err, request, backoff, (message) => logger.warn(message));
   }
+  const progress = sources.lastProgress;
   if (ending.outcome !== 'failed') return { ending, progress };
   return { ending: { ...ending, error: errorFields(ending.error) }, progress };
 }
