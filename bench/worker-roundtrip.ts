@@ -2,7 +2,8 @@
  * `npm run bench:workers`: what running a task in the worker pool costs over running it in-process,
  * both measured in this one process run, as a ratio. Two levels:
  * - dispatch: `WorkerPool.run()` of a no-op worker task against `runWithTimeout()` of a no-op
- *   handler (what the runner does for each), one call at a time;
+ *   handler (what the runner does for each), one call at a time, and ten at once (what a claim of
+ *   ten hands over: one batch, one message each way);
  * - end to end: `addJob({ promise: true })` of a no-op worker task against a no-op in-process task,
  *   one job at a time, through PostgreSQL (claim, run, record, notify).
  * Each figure is the median of REPETITIONS runs, the two sides' runs interleaved.
@@ -45,6 +46,12 @@ async function perCall(count: number, fn: () => Promise<unknown>): Promise<numbe
   return ((performance.now() - startedAt) * 1000) / count;
 }
 
+/** `fn` made to run `n` calls at once, as one call of `perCall`; divide its figure by `n`. */
+const atOnce =
+  (n: number, fn: () => Promise<unknown>): (() => Promise<unknown>) =>
+  () =>
+    Promise.all(Array.from({ length: n }, fn));
+
 /**
  * Medians of REPETITIONS runs of each side, the runs interleaved so that both sides see the same
  * machine and the same database (whose history table grows as the bench goes).
@@ -61,7 +68,9 @@ async function mediansOf(
   return [summarise(runs[0]).median, summarise(runs[1]).median];
 }
 
-async function dispatchLevel(): Promise<[number, number]> {
+const AT_ONCE = 10;
+
+async function dispatchLevels(): Promise<[[number, number], [number, number]]> {
   const options = resolveJobsOptions({
     connection: 'postgres://unused',
     workers: 1,
@@ -73,10 +82,17 @@ async function dispatchLevel(): Promise<[number, number]> {
     const worker = () => pool.run(job('bench.workerNoop'), 60, new AttemptAbortController());
     const inProcess = () => runWithTimeout(Promise.resolve(), 60, new AttemptAbortController());
     await perCall(200, worker);
-    return await mediansOf(
+    const oneByOne = await mediansOf(
       () => perCall(DISPATCHES, worker),
       () => perCall(DISPATCHES, inProcess),
     );
+    const perTask = async (fn: () => Promise<unknown>) =>
+      (await perCall(DISPATCHES / AT_ONCE, atOnce(AT_ONCE, fn))) / AT_ONCE;
+    const together = await mediansOf(
+      () => perTask(worker),
+      () => perTask(inProcess),
+    );
+    return [oneByOne, together];
   } finally {
     await pool.stop();
   }
@@ -109,8 +125,10 @@ const server = await resolveDatabaseServer(
 );
 const db = await createDatabase(server.url, 'jobs_bench_workers');
 try {
+  const [oneByOne, together] = await dispatchLevels();
   const rows = [
-    ['dispatch (pool.run vs runWithTimeout)', ...(await dispatchLevel())],
+    ['dispatch (pool.run vs runWithTimeout)', ...oneByOne],
+    [`dispatch, ${AT_ONCE} at once`, ...together],
     ['end to end (addJob promise, one at a time)', ...(await endToEnd(db.url))],
   ] as const;
   console.log(`Worker task round trip vs in-process (median of ${REPETITIONS} runs, µs per task):`);

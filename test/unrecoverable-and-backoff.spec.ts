@@ -201,14 +201,21 @@ it('counts give-ups and snoozes in the metrics', async () => {
   await expect(hopeless.promise).rejects.toThrow(JobFailedError);
   await expect(pacedOut.promise).rejects.toThrow(JobFailedError);
   await waitFor('the snooze', async () => (await history(id))?.state === 'snoozed');
-  const after = await scrape();
+  // The counter moves once the runner has the snooze's write back, which may be after another
+  // connection already reads the row it wrote.
+  const snoozed = 'nestjs_pg_jobs_snoozed_total{queue="default",task="napOnce"}';
+  let after = await scrape();
   const added = (sample: string) => (after.get(sample) ?? 0) - (before.get(sample) ?? 0);
+  await waitFor('the snooze counted', async () => {
+    after = await scrape();
+    return added(snoozed) > 0;
+  });
   expect(added('nestjs_pg_jobs_gave_up_total{queue="default",task="hopeless"}')).toBe(1);
   expect(added('nestjs_pg_jobs_gave_up_total{queue="default",task="paced"}')).toBe(1);
   expect(added('nestjs_pg_jobs_failed_total{final="true",queue="default",task="hopeless"}')).toBe(
     1,
   );
-  expect(added('nestjs_pg_jobs_snoozed_total{queue="default",task="napOnce"}')).toBe(1);
+  expect(added(snoozed)).toBe(1);
 });
 
 describe('the options are checked at boot', () => {

@@ -57,8 +57,9 @@ export interface JobsModuleOptions {
    */
   workerTimeoutGrace?: number;
   /**
-   * Seconds a worker job may wait for a thread to boot and start it (after a thread died, or while
-   * the pool grows) before its `taskTimeout` clock starts anyway. Default 60.
+   * Seconds a worker job may wait for a thread to start it (a thread booting after another died,
+   * or while the pool grows; the jobs ahead of it in its thread's batch) before its `taskTimeout`
+   * clock starts anyway. Default 60.
    */
   workerStartTimeout?: number;
   /**

@@ -208,7 +208,7 @@ export const OPTION_TABLE = {
   ),
   workerStartTimeout: duration(
     defaults.DEFAULT_WORKER_START_TIMEOUT,
-    'how long a job waits for a thread to boot before its timeout starts anyway',
+    'how long a job waits for a thread to start it (booting, or busy with its batch) before its timeout starts anyway',
   ),
   workerExecArgv: {
     default: 'inherited',

@@ -1,69 +1,83 @@
-import type { Worker } from 'node:worker_threads';
+import type { MessagePort, Worker } from 'node:worker_threads';
 import type { Logger } from '@nestjs/common';
 import type { FixedThreadPool } from 'poolifier';
 import type { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
 import type { AttemptJob } from '../attempt/attempt-job.js';
-import { runWithTimeout } from '../attempt/run-with-timeout.js';
 import { toError } from '../common/errors.js';
 import {
   JobCancelledError,
+  JobTimeoutError,
   JobsShutdownError,
   WorkerDiedError,
   WorkerPoolStoppedError,
   WorkerUnresponsiveError,
 } from '../errors/jobs.errors.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
-import { threadOf } from './thread-registry.js';
-import type { Dispatch, ThreadRegistry } from './thread-registry.js';
-import { WaitQueue } from './wait-queue.js';
+import { pickSteal, planBatches } from './batch-plan.js';
+import { CallQueue } from './call-queue.js';
+import { ThreadCall } from './thread-call.js';
+import type { ThreadRegistry } from './thread-registry.js';
 import {
-  CONTROL_SIGNAL,
-  CONTROL_SLOTS,
-  CONTROL_STARTED,
-  RUN_TASK,
+  JobControl,
   SIGNAL_CANCELLED,
   SIGNAL_SHUTDOWN,
   SIGNAL_TIMEOUT,
-  STARTED_GAVE_UP,
-  STARTED_NO,
-  whenChanged,
+  nowMs,
+} from './job-control.js';
+import { DESCRIBE_TASKS, RUN_BATCH } from './worker-protocol.js';
+import type {
+  WorkerBatchRequest,
+  WorkerJobOutcome,
+  WorkerOutcomesMessage,
+  WorkerTaskDescriptions,
 } from './worker-protocol.js';
-import type { WorkerJobOutcome, WorkerJobRequest } from './worker-protocol.js';
 
 /** The poolifier pool, dynamic or fixed (a fixed pool is the dynamic one's base class). */
-export type ThreadPool = FixedThreadPool<WorkerJobRequest | undefined, unknown>;
+export type ThreadPool = FixedThreadPool<WorkerBatchRequest | undefined, unknown>;
+type PoolNode = ThreadPool['workerNodes'][number];
 
 /**
  * How often waiting calls re-check for a free thread when no event said one freed: a safety net
- * only. Every change that frees a thread has an event here (a call settling, a thread exiting, a
+ * only. Every change that frees a thread has an event here (a batch settling, a thread exiting, a
  * booted thread's ready message), so the net should never find anything to send.
  */
 const MISSED_WAKE_CHECK_MS = 1000;
 
 /**
- * Hands calls to the pool's threads, one job per thread, and bounds each attempt in time.
+ * Hands attempts to the pool's threads in batches, and bounds each attempt in time.
  *
- * poolifier hands a task to a busy thread when none is idle and it cannot add one (or its
- * replacement for a dead thread is still booting), where the task would wait behind another job
- * and die with it; so a call is sent only when a thread is idle or poolifier will add one: one job
- * per thread, which is also what makes a death attributable to one job. Calls waiting for a thread
- * wait here, first come, first served (so jobs start in the order the runner claimed them), woken
- * by the events that free a thread, and `taskTimeout` starts when a thread starts the task. A task
- * gets only its data, so `ctx.signal` travels through the call's shared control array.
+ * The attempts handed over in one turn of the event loop (what a claim brings back) wait here,
+ * first come, first served, and go out together at the end of the turn: one message per thread
+ * (`planBatches`), whose jobs the thread starts one at a time, in order, and answers together
+ * (`ThreadBatchRunner`), so that a round trip to a thread is paid per batch, not per job. A batch
+ * goes only to an idle thread, or to one the pool adds: a thread runs one job at a time, and one
+ * with a batch in flight would start another batch's jobs only after it. What an idle thread could
+ * start while another thread still holds it unstarted, it takes back (`pickSteal`): the control
+ * slot of each job says atomically whether its thread started it or the main thread withdrew it.
+ *
+ * `taskTimeout` starts when a thread starts the task. A task gets only its data, so `ctx.signal`
+ * travels through the job's shared control slots. A thread that dies fails the job it was running;
+ * the jobs it held unstarted go back to the queue.
  */
 export class WorkerDispatcher {
   private pool?: ThreadPool;
   private closed = false;
-  private readonly waiting: WaitQueue;
+  private nextSeq = 0;
+  private nextKey = 0;
+  private serveScheduled = false;
+  private readonly waiting: CallQueue<ThreadCall>;
+  /** Calls sent to a thread and not answered, by the key of their send. */
+  private readonly sent = new Map<number, ThreadCall>();
+  private readonly listening = new WeakSet<MessagePort>();
 
   constructor(
     private readonly options: ResolvedJobsOptions,
     private readonly threads: ThreadRegistry,
     logger: Logger,
   ) {
-    this.waiting = new WaitQueue(
-      () => this.freeThread() !== undefined,
+    this.waiting = new CallQueue(
       MISSED_WAKE_CHECK_MS,
+      () => this.serve(),
       (sent) => logger.debug(`${sent} waiting call(s) found a free thread no event announced`),
     );
   }
@@ -75,218 +89,326 @@ export class WorkerDispatcher {
   /**
    * Runs one attempt in a thread, under the two ceilings the seed had: `timeout` (counted from when
    * the thread starts the task) aborts the task's signal, and `controller` may abort it sooner (at
-   * shutdown, or on a cancel); the thread then has `workerTimeoutGrace` to answer, after which the attempt fails as
-   * unresponsive and the thread is terminated. Settles with the abort reason once aborted, like an
-   * in-process task; otherwise with the thread's account of how the task ended.
+   * shutdown, or on a cancel); the thread then has `workerTimeoutGrace` to answer, after which the
+   * attempt fails as unresponsive and the thread is terminated. Settles with the abort reason once
+   * aborted, like an in-process task; otherwise with the thread's account of how the task ended.
    */
   async run(
     job: AttemptJob,
     timeout: number,
     controller: AttemptAbortController,
   ): Promise<WorkerJobOutcome> {
-    const control = new Int32Array(
-      new SharedArrayBuffer(CONTROL_SLOTS * Int32Array.BYTES_PER_ELEMENT),
-    );
-    const request: WorkerJobRequest = {
-      task: job.task,
-      payload: job.payload,
-      id: job.id,
-      attempt: job.attempt,
-      maxRetries: job.maxRetries,
-      timeout,
-      maxResultBytes: this.options.maxResultBytes,
-      control: control.buffer as SharedArrayBuffer,
-    };
-    const { signal } = controller;
-    const forwardAbort = () => {
-      Atomics.store(control, CONTROL_SIGNAL, signalCode(signal.reason));
-      Atomics.notify(control, CONTROL_SIGNAL);
-    };
-    signal.addEventListener('abort', forwardAbort, { once: true });
-    let dispatch: Dispatch | undefined;
-    const answer = this.call(
-      request,
-      RUN_TASK,
-      control,
-      signal,
-      (registered) => (dispatch = registered),
-    );
-    answer.catch(() => undefined);
+    const call = new ThreadCall(this.nextSeq++, job, timeout);
+    if (!this.pool || this.closed) call.fail(new WorkerPoolStoppedError());
+    else {
+      this.waiting.push(call);
+      this.serveSoon();
+    }
+    let aborted = false;
+    const stopListening = controller.onAbort((reason) => {
+      aborted = true;
+      this.abort(call, reason);
+    });
     try {
-      await this.untilStarted(control, answer, signal);
-      return (await runWithTimeout(answer, timeout, controller)) as WorkerJobOutcome;
+      return await this.answerInTime(call, timeout, controller);
     } catch (err) {
-      if (!signal.aborted || !dispatch) throw err;
-      if (await settlesWithin(answer, this.options.workerTimeoutGrace * 1000)) {
+      if (!aborted) throw err;
+      if (await settlesWithin(call.answer, this.options.workerTimeoutGrace * 1000)) {
         // A thread that died in the grace says more about the attempt than its timeout does.
         throw (
-          (await answer.then(
+          (await call.answer.then(
             () => undefined,
             (late: unknown) => (late instanceof WorkerDiedError ? late : undefined),
           )) ?? err
         );
       }
-      const threadId = threadOf(dispatch);
+      const { thread } = call;
       const unresponsive = new WorkerUnresponsiveError(
-        threadId,
+        thread,
         timeout,
         this.options.workerTimeoutGrace,
       );
-      dispatch.fail(unresponsive);
-      if (threadId !== undefined) await this.threads.terminate(threadId);
+      this.sent.delete(call.key);
+      call.fail(unresponsive);
+      if (thread !== undefined) await this.threads.terminate(thread);
       throw unresponsive;
     } finally {
-      signal.removeEventListener('abort', forwardAbort);
+      stopListening();
     }
   }
 
   /**
-   * Sends one task function call when a thread is idle, registered so that its thread's death or
-   * the pool's stop settles it.
+   * The first thread's boot: asks it for the worker tasks its module provides. Any thread's death
+   * fails it until it answers.
    */
-  async call(
-    data: WorkerJobRequest | undefined,
-    name: string,
-    control?: Int32Array,
-    signal?: AbortSignal,
-    registered?: (dispatch: Dispatch) => void,
-  ): Promise<unknown> {
-    let fail!: (err: Error) => void;
-    const failed = new Promise<never>((_resolve, reject) => (fail = reject));
-    const dispatch: Dispatch = { control, fail };
-    this.threads.track(dispatch);
-    registered?.(dispatch);
+  async describe(): Promise<WorkerTaskDescriptions> {
+    if (!this.pool) throw new WorkerPoolStoppedError();
+    let died!: (death: WorkerDiedError) => void;
+    const death = new Promise<never>((_resolve, reject) => (died = reject));
+    this.threads.failOnAnyDeath(died);
     try {
-      return await Promise.race([this.send(dispatch, data, name, signal), failed]);
+      return (await Promise.race([
+        this.pool.execute(undefined, DESCRIBE_TASKS).catch((thrown: unknown) => {
+          throw fromThread(thrown);
+        }),
+        death,
+      ])) as WorkerTaskDescriptions;
     } finally {
-      this.threads.untrack(dispatch);
-      // A call failed while it waited (its attempt gave up) must not take a thread later.
-      this.waiting.withdraw(dispatch, () => new WorkerPoolStoppedError());
+      this.threads.failOnAnyDeath(undefined);
     }
   }
 
-  /** Sends the waiting calls a thread can take now: whoever frees a thread calls this. */
-  serve(): void {
-    this.waiting.serve();
+  /**
+   * Sends the waiting calls the threads can take now, and lets idle threads take back what others
+   * hold unstarted; returns how many calls it sent. Whoever may have freed a thread calls this.
+   */
+  serve(): number {
+    const pool = this.pool;
+    if (!pool || this.closed) return 0;
+    let sent = this.sendWaiting(pool);
+    if (this.waiting.size === 0) {
+      const idle = pool.workerNodes.filter((node) => node.info.ready && load(node) === 0).length;
+      for (let i = 0; i < idle; i++) {
+        const stolen = this.takeBack();
+        if (stolen.length === 0) break;
+        this.waiting.requeue(stolen);
+        sent += this.sendWaiting(pool);
+      }
+    }
+    return sent;
   }
 
   /**
-   * Serves the waiting calls once a (re)started thread is ready. poolifier marks a thread ready when
-   * its ready message arrives on the thread's message channel and emits nothing then (its pool
-   * `ready` event fires once, for the first threads), so this listens on that channel after
-   * poolifier's own listener, which has marked the thread ready when this one runs. The message may
-   * also come before `online`: then the thread is ready already.
+   * Serves the waiting calls once a (re)started thread is ready, and listens to its answers.
+   * poolifier marks a thread ready when its ready message arrives on the thread's message channel
+   * and emits nothing then (its pool `ready` event fires once, for the first threads), so this
+   * listens on that channel after poolifier's own listener, which has marked the thread ready when
+   * this one runs. The message may also come before `online`: then the thread is ready already.
    */
   whenReady(worker: Worker): void {
     const node = this.pool?.workerNodes.find((candidate) => candidate.worker === worker);
     const port = node?.messageChannel?.port1;
+    if (port) this.listen(port);
     if (!node || node.info.ready || !port) {
-      this.waiting.serve();
+      this.serveSoon();
       return;
     }
     const onMessage = () => {
       if (!node.info.ready) return;
       port.off('message', onMessage);
-      this.waiting.serve();
+      this.serveSoon();
     };
     port.on('message', onMessage);
   }
 
-  /** Sends nothing more, and rejects every call still waiting for a thread: the pool is stopping. */
-  close(): void {
-    this.closed = true;
-    this.waiting.rejectAll(() => new WorkerPoolStoppedError());
+  /**
+   * Settles what thread `threadId` held when it died: the job it had started fails with how it died
+   * (it is retried as any failure is); the jobs it had not started go back to the queue, in their
+   * places, for another thread.
+   */
+  threadExited(threadId: number, death: WorkerDiedError): void {
+    const unstarted: ThreadCall[] = [];
+    for (const [key, call] of this.sent) {
+      if (call.thread !== threadId) continue;
+      this.sent.delete(key);
+      if (call.control!.withdraw()) {
+        call.requeued();
+        unstarted.push(call);
+      } else {
+        call.fail(death);
+      }
+    }
+    this.waiting.requeue(unstarted);
+    this.serve();
   }
 
   /**
-   * Waits for a thread to start the task: `taskTimeout` bounds the task, not a thread's boot (which
-   * a death's replacement, or a pool growing, makes the task wait for). The wait ends early when the
-   * call settles or the attempt is aborted (shutdown), and is itself bounded by
-   * `workerStartTimeout`, after which the clock starts anyway.
+   * Sends nothing more, and fails every call waiting or running: the pool is stopping (poolifier's
+   * `destroy()` would leave them pending).
    */
-  private async untilStarted(
-    control: Int32Array,
-    answer: Promise<unknown>,
-    signal: AbortSignal,
-  ): Promise<void> {
-    let onAbort: (() => void) | undefined;
-    try {
-      await Promise.race([
-        whenChanged(control, CONTROL_STARTED, STARTED_NO, this.options.workerStartTimeout * 1000),
-        answer.then(
-          () => undefined,
-          () => undefined,
-        ),
-        new Promise<void>((resolve) => {
-          onAbort = resolve;
-          if (signal.aborted) resolve();
-          else signal.addEventListener('abort', onAbort, { once: true });
-        }),
-      ]);
-    } finally {
-      if (onAbort) signal.removeEventListener('abort', onAbort);
-      // Releases the pending wait, which would otherwise hold a timer until `workerStartTimeout`.
-      if (
-        Atomics.compareExchange(control, CONTROL_STARTED, STARTED_NO, STARTED_GAVE_UP) ===
-        STARTED_NO
-      ) {
-        Atomics.notify(control, CONTROL_STARTED);
+  close(): void {
+    this.closed = true;
+    for (const call of this.waiting.take(this.waiting.size))
+      call.fail(new WorkerPoolStoppedError());
+    for (const call of this.sent.values()) call.fail(new WorkerPoolStoppedError());
+    this.sent.clear();
+  }
+
+  private serveSoon(): void {
+    if (this.serveScheduled) return;
+    this.serveScheduled = true;
+    // At the end of this turn, so that the calls handed over in it go out together.
+    queueMicrotask(() => {
+      this.serveScheduled = false;
+      this.serve();
+    });
+  }
+
+  private sendWaiting(pool: ThreadPool): number {
+    const nodes = pool.workerNodes;
+    const plan = planBatches(
+      nodes.map((node) => ({ ready: node.info.ready, busy: load(node) > 0 })),
+      this.waiting.size,
+      this.options.workers,
+    );
+    let sent = 0;
+    for (const size of plan) sent += this.sendBatch(pool, this.waiting.take(size));
+    return sent;
+  }
+
+  /**
+   * Hands `calls` to the thread poolifier chooses, in one message. poolifier chooses the thread and
+   * counts the task on it synchronously, inside `execute`: the thread whose count went up (or the
+   * one it added) holds the batch.
+   */
+  private sendBatch(pool: ThreadPool, calls: readonly ThreadCall[]): number {
+    const before = new Map(pool.workerNodes.map((node) => [node, load(node)]));
+    const control = JobControl.buffer(calls.length);
+    const jobs = calls.map((call, slot) =>
+      call.send(++this.nextKey, slot, new JobControl(control, slot)),
+    );
+    for (const call of calls) this.sent.set(call.key, call);
+    const done = pool.execute({ jobs, control }, RUN_BATCH);
+    const node = pool.workerNodes.find(
+      (candidate) => load(candidate) > (before.get(candidate) ?? 0),
+    );
+    if (!node) {
+      // poolifier found no thread to take it (the plan says one is free, so it should not happen):
+      // nothing was posted, and its call would never settle. The calls wait for the next serve.
+      done.catch(() => undefined);
+      for (const call of calls) {
+        this.sent.delete(call.key);
+        call.requeued();
       }
+      this.waiting.requeue(calls);
+      return 0;
+    }
+    this.threads.know(node.worker as Worker);
+    if (node.messageChannel) this.listen(node.messageChannel.port1);
+    for (const call of calls) call.thread = node.info.id;
+    // The batch settles once its jobs ended or were taken back: the thread is free again. It fails
+    // only if poolifier refused it, and never settles if the thread died (see `threadExited`).
+    done.then(
+      () => this.serveSoon(),
+      (thrown: unknown) => {
+        const err = fromThread(thrown);
+        for (const call of calls) {
+          if (this.sent.get(call.key) !== call) continue;
+          this.sent.delete(call.key);
+          call.fail(err);
+        }
+        this.serveSoon();
+      },
+    );
+    return calls.length;
+  }
+
+  /** The unstarted calls an idle thread takes back, withdrawn from the thread that held them. */
+  private takeBack(): ThreadCall[] {
+    const unstarted = [...this.sent.values()].filter(
+      (call) => call.thread !== undefined && call.startedAt() === undefined,
+    ) as (ThreadCall & { thread: number })[];
+    const taken: ThreadCall[] = [];
+    for (const call of pickSteal(unstarted)) {
+      if (!call.control!.withdraw()) continue;
+      this.sent.delete(call.key);
+      call.requeued();
+      taken.push(call);
+    }
+    return taken;
+  }
+
+  /** Hears the answers a thread sends on its poolifier port (`WorkerOutcomesMessage`). */
+  private listen(port: MessagePort): void {
+    if (this.listening.has(port)) return;
+    this.listening.add(port);
+    port.on('message', (message: { taskId?: unknown; data?: unknown }) => {
+      if (message.taskId !== undefined) return;
+      const answers = (message.data as Partial<WorkerOutcomesMessage> | undefined)?.answers;
+      if (!answers) return;
+      for (const answer of answers) {
+        const call = this.sent.get(answer.key);
+        if (!call) continue;
+        this.sent.delete(answer.key);
+        if ('outcome' in answer) call.resolve(answer.outcome);
+        else call.fail(fromThread(answer.error));
+      }
+    });
+  }
+
+  /** Takes an aborted call back if no thread started it; else tells its thread. */
+  private abort(call: ThreadCall, reason: unknown): void {
+    if (call.state === 'waiting') {
+      this.waiting.remove(call);
+      call.fail(toError(reason));
+    } else if (call.state === 'sent') {
+      const control = call.control!;
+      if (control.withdraw()) {
+        this.sent.delete(call.key);
+        call.fail(toError(reason));
+        return;
+      }
+      control.abort(signalCode(reason));
     }
   }
 
-  /** Queues the call behind those already waiting, and sends it when a thread can take it. */
-  private send(
-    dispatch: Dispatch,
-    data: WorkerJobRequest | undefined,
-    name: string,
-    signal?: AbortSignal,
-  ): Promise<unknown> {
-    if (!this.pool || this.closed) return Promise.reject(new WorkerPoolStoppedError());
-    return this.waiting.enqueue(dispatch, () => this.execute(dispatch, data, name), signal);
-  }
-
-  /** Hands the call to poolifier; only the wait queue calls it, once `freeThread` found one. */
-  private execute(
-    dispatch: Dispatch,
-    data: WorkerJobRequest | undefined,
-    name: string,
-  ): Promise<unknown> {
-    const pool = this.pool!;
-    const { idle } = this.freeThread()!;
-    // `execute` chooses synchronously, with poolifier's default strategy (least used): the first
-    // idle thread, or else the thread it adds, which counts as ready at once and runs the task as
-    // soon as it has booted. Either way the thread counts the task before `execute` returns, so the
-    // queue's next `freeThread` already sees it busy.
-    const answer = pool.execute(data, name).catch((thrown: unknown) => {
-      throw fromThread(thrown);
-    });
-    dispatch.expectedThread = (idle ?? pool.workerNodes.at(-1))?.info.id;
-    // poolifier counts the task done before it settles the call: the thread is idle by now.
-    const wake = () => void this.waiting.serve();
-    answer.then(wake, wake);
-    return answer;
-  }
-
   /**
-   * The thread a call may be sent to now: an idle one, or none when poolifier will add one (every
-   * thread ready and busy, and room to grow). poolifier adds a thread only then; a replacement for
-   * a dead one is not ready until it has booted, and meanwhile `execute` would find no thread at all.
+   * Waits for the thread's answer, and aborts `controller` once `timeout` has passed since a thread
+   * started the task: a job waiting for a thread (in the queue, behind another job of its batch, or
+   * for a thread to boot) has not started, and its clock does not run, until `workerStartTimeout`,
+   * after which it runs anyway. The thread writes when it started the job in its control slots; the
+   * one timer reads it when it fires, and waits on until the deadline it finds.
    */
-  private freeThread(): { idle?: ThreadPool['workerNodes'][number] } | undefined {
-    const pool = this.pool;
-    if (!pool || this.closed) return undefined;
-    const nodes = pool.workerNodes;
-    const load = (node: (typeof nodes)[number]) =>
-      node.usage.tasks.executing + node.usage.tasks.queued;
-    const idle = nodes.find((node) => node.info.ready && load(node) === 0);
-    if (idle) return { idle };
-    const grows =
-      nodes.length > 0 &&
-      nodes.length < this.options.workers &&
-      nodes.every((node) => node.info.ready && load(node) > 0);
-    return grows ? {} : undefined;
+  private answerInTime(
+    call: ThreadCall,
+    timeout: number,
+    controller: AttemptAbortController,
+  ): Promise<WorkerJobOutcome> {
+    return new Promise<WorkerJobOutcome>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      let settled = false;
+      const settle = () => {
+        settled = true;
+        clearTimeout(timer);
+        stopListening();
+      };
+      const check = () => {
+        if (settled) return;
+        const left = this.timeLeft(call, timeout);
+        if (left > 0) timer = setTimeout(check, left);
+        else controller.abort(new JobTimeoutError(timeout));
+      };
+      const stopListening = controller.onAbort((reason) => {
+        settle();
+        reject(reason);
+      });
+      call.answer.then(
+        (outcome) => {
+          settle();
+          resolve(outcome);
+        },
+        (err: unknown) => {
+          settle();
+          reject(err);
+        },
+      );
+      check();
+    });
   }
+
+  /** Milliseconds until `call` times out, at the earliest: if it has not started, it may start now. */
+  private timeLeft(call: ThreadCall, timeout: number): number {
+    const now = nowMs();
+    const clockStartsAnyway = call.since + this.options.workerStartTimeout * 1000;
+    const startedAt = call.startedAt();
+    if (startedAt === undefined && now < clockStartsAnyway) return timeout * 1000;
+    return Math.min(startedAt ?? clockStartsAnyway, clockStartsAnyway) + timeout * 1000 - now;
+  }
+}
+
+/** What poolifier counts on a thread: tasks running and queued there. */
+function load(node: PoolNode): number {
+  return node.usage.tasks.executing + node.usage.tasks.queued;
 }
 
 /**

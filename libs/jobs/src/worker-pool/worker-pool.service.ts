@@ -5,14 +5,13 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
 import type { AttemptJob } from '../attempt/attempt-job.js';
 import { toError } from '../common/errors.js';
-import { WorkerPoolBootError, WorkerPoolStoppedError } from '../errors/jobs.errors.js';
+import { WorkerPoolBootError } from '../errors/jobs.errors.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { ThreadRegistry } from './thread-registry.js';
 import { WorkerDispatcher } from './worker-dispatcher.js';
 import type { ThreadPool } from './worker-dispatcher.js';
 import { resolveWorkerEntry } from './worker-entry.js';
-import { DESCRIBE_TASKS } from './worker-protocol.js';
 import type {
   WorkerJobOutcome,
   WorkerProgressMessage,
@@ -22,9 +21,9 @@ import type {
 
 /**
  * The poolifier thread pool that runs `@JobTask({ worker: true })` tasks, with what poolifier 5.3.2
- * leaves to its user: `ThreadRegistry` fails the calls of a thread that dies (poolifier never
- * settles them), `WorkerDispatcher` gives each thread one job at a time, in claim order, under its
- * timeout and grace.
+ * leaves to its user: `ThreadRegistry` reports the death of a thread (poolifier never settles its
+ * calls), `WorkerDispatcher` hands the threads batches of jobs, which each runs one at a time, in
+ * claim order, under their timeout and grace.
  *
  * Started at module init when `workerModule` is set (one thread boots and reports the worker
  * tasks), grown to `workers` on demand (idle extra threads retire after poolifier's minute),
@@ -44,7 +43,7 @@ export class WorkerPool {
   constructor(@Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions) {
     this.threads = new ThreadRegistry(this.logger, {
       online: (worker) => this.dispatcher.whenReady(worker),
-      exited: () => this.dispatcher.serve(),
+      exited: (threadId, death) => this.dispatcher.threadExited(threadId, death),
     });
     this.dispatcher = new WorkerDispatcher(options, this.threads, this.logger);
   }
@@ -77,6 +76,7 @@ export class WorkerPool {
       moduleUrl: workerModule.url,
       exportName: workerModule.exportName,
       progressChannel: progressChannel.name,
+      maxResultBytes: this.options.maxResultBytes,
     };
     const { threads } = this;
     const poolOptions = {
@@ -103,18 +103,8 @@ export class WorkerPool {
       this.logger.debug(`Pool error: ${toError(err).message}`),
     );
     try {
-      // Any thread's death fails the boot until the first thread has described its module.
-      const described = await this.dispatcher.call(
-        undefined,
-        DESCRIBE_TASKS,
-        undefined,
-        undefined,
-        (boot) => threads.failOnAnyDeath(boot),
-      );
-      threads.failOnAnyDeath(undefined);
-      return described as WorkerTaskDescriptions;
+      return await this.dispatcher.describe();
     } catch (err) {
-      threads.failOnAnyDeath(undefined);
       await this.stop();
       throw new WorkerPoolBootError(
         `The workerModule ${workerModule.url} did not boot in a pool thread: ${toError(err).message}`,
@@ -153,7 +143,6 @@ export class WorkerPool {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.dispatcher.close();
-      this.threads.failAll(() => new WorkerPoolStoppedError());
       this.progressChannel?.close();
       await this.pool
         ?.destroy()

@@ -4,30 +4,12 @@ import type { JobTaskOptions } from '../discovery/job-task.interfaces.js';
 /**
  * What crosses between the main thread and a pool thread. Everything here is structured-cloned
  * by `postMessage`: the payload is the job's JSON as read from the database, and `control` is a
- * `SharedArrayBuffer`, the one thing both sides see at once.
+ * `SharedArrayBuffer`, the one thing both sides see at once (`JobControl`).
  */
 
 /** Names of the task functions every pool thread registers. */
-export const RUN_TASK = 'run';
+export const RUN_BATCH = 'runBatch';
 export const DESCRIBE_TASKS = 'describe';
-
-/** Slots of a job's control array (`Int32Array` over `WorkerJobRequest.control`). */
-export const CONTROL_THREAD = 0;
-export const CONTROL_SIGNAL = 1;
-export const CONTROL_STARTED = 2;
-export const CONTROL_SLOTS = 3;
-
-/** Values of `CONTROL_STARTED`: the thread has booted and called the handler, or nobody waits now. */
-export const STARTED_NO = 0;
-export const STARTED_YES = 1;
-export const STARTED_GAVE_UP = 2;
-
-/** Values of `CONTROL_SIGNAL`: written by the main thread (abort) or the pool thread (ended). */
-export const SIGNAL_NONE = 0;
-export const SIGNAL_TIMEOUT = 1;
-export const SIGNAL_SHUTDOWN = 2;
-export const SIGNAL_ENDED = 3;
-export const SIGNAL_CANCELLED = 4;
 
 /** Where a pool thread finds its Nest module; given to every thread as its `workerData`. */
 export interface WorkerThreadData {
@@ -37,9 +19,15 @@ export interface WorkerThreadData {
   readonly exportName?: string;
   /** Name of the `BroadcastChannel` on which threads send `ctx.reportProgress` values. */
   readonly progressChannel: string;
+  /** The module's `maxResultBytes`: the thread checks the results it sends back. */
+  readonly maxResultBytes: number;
 }
 
 export interface WorkerJobRequest {
+  /** Names this send of the job in the outcome the thread reports (`WorkerOutcomesMessage`). */
+  readonly key: number;
+  /** Its control slots within the batch's `control` buffer (see `JobControl`). */
+  readonly slot: number;
   readonly task: string;
   readonly payload: unknown;
   readonly id: string;
@@ -47,39 +35,18 @@ export interface WorkerJobRequest {
   readonly maxRetries: number;
   /** Seconds of `taskTimeout` for this attempt: the thread builds its `JobTimeoutError` from it. */
   readonly timeout: number;
-  /** The module's `maxResultBytes`: the thread checks the result it sends back. */
-  readonly maxResultBytes: number;
-  /**
-   * `CONTROL_SLOTS` int32 slots. The thread stores its `threadId` in `CONTROL_THREAD` the moment it
-   * starts the job (so the main thread knows whose death ends it); the main thread stores an abort
-   * reason in `CONTROL_SIGNAL` and notifies, which the thread turns into `ctx.signal`; the thread
-   * sets `CONTROL_STARTED` when its module has booted and the handler is called, which starts the
-   * attempt's `taskTimeout` clock.
-   */
-  readonly control: SharedArrayBuffer;
 }
 
-/** `Atomics.waitAsync` (Node 16+), missing from the ES2023 typings this repo compiles against. */
-export const waitAsync = (
-  Atomics as unknown as {
-    waitAsync(
-      array: Int32Array,
-      index: number,
-      value: number,
-      timeoutMs?: number,
-    ): { async: boolean; value: Promise<string> | string };
-  }
-).waitAsync;
-
-/** Resolves once `array[index]` is no longer `value` (or after `timeoutMs`). */
-export async function whenChanged(
-  array: Int32Array,
-  index: number,
-  value: number,
-  timeoutMs?: number,
-) {
-  const waiting = waitAsync(array, index, value, timeoutMs);
-  if (waiting.async) await waiting.value;
+/**
+ * Jobs handed to one thread in one message, which it starts one at a time, in order. The task
+ * call settles once every job of the batch has ended or was taken back: until then poolifier
+ * counts the thread busy (so it neither retires it nor counts it idle). Each job's outcome comes
+ * back on its own, in a `WorkerOutcomesMessage`, as soon as it ended.
+ */
+export interface WorkerBatchRequest {
+  readonly jobs: readonly WorkerJobRequest[];
+  /** The jobs' control slots (`JobControl`), the one thing both threads see at once. */
+  readonly control: SharedArrayBuffer;
 }
 
 /** A thread's answer to `DESCRIBE_TASKS`: the worker tasks its module provides. */
@@ -93,9 +60,9 @@ export interface ThreadErrorFields {
 }
 
 /**
- * A thread's answer to `RUN_TASK` once the handler ran: how the attempt ended, decided in the
+ * How a job's task ended in its thread (the handler ran): how the attempt ended, decided in the
  * thread (where the result is checked and the task's `backoff` lives), and the last progress value.
- * Progress messages travel on their own channel, which may deliver them after this answer: the
+ * Progress messages travel on their own channel, which may deliver them after this outcome: the
  * last one comes with it, so that it is never lost.
  */
 export interface WorkerJobOutcome {
@@ -107,6 +74,19 @@ export interface WorkerJobOutcome {
         readonly retry: RetryDecision;
       };
   readonly progress?: string;
+}
+
+/** How one job of a batch ended: its outcome, or an error that kept its task from running. */
+export type WorkerJobAnswer =
+  | { readonly key: number; readonly outcome: WorkerJobOutcome }
+  | { readonly key: number; readonly error: ThreadErrorFields };
+
+/**
+ * What a thread sends, on its poolifier message port, once per turn of its event loop in which
+ * jobs ended: their answers together, so that jobs that end together are heard of together.
+ */
+export interface WorkerOutcomesMessage {
+  readonly answers: readonly WorkerJobAnswer[];
 }
 
 /** A `ctx.reportProgress` value sent from a thread on `WorkerThreadData.progressChannel`. */

@@ -1,7 +1,8 @@
 /**
  * The entry of every pool thread: boots the user's `workerModule` once with
  * `NestFactory.createApplicationContext`, finds its `@JobTask({ worker: true })` handlers with the
- * same registry the main thread uses, and runs jobs by task name with their injected dependencies.
+ * same registry the main thread uses, and runs the batches of jobs it is handed
+ * (`ThreadBatchRunner`) by task name, with their injected dependencies.
  */
 import 'reflect-metadata';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
@@ -12,25 +13,22 @@ import { ThreadWorker } from 'poolifier';
 import { endingOfReturn, endingOfThrow } from '../attempt/attempt-ending.js';
 import type { AttemptEnding } from '../attempt/attempt-ending.js';
 import { createJobContext } from '../attempt/job-context.js';
+import type { ContextSources } from '../attempt/job-context.js';
+import { toError } from '../common/errors.js';
+import type { JobBackoff, JobTaskHandler } from '../discovery/job-task.interfaces.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JobCancelledError, JobsShutdownError, JobTimeoutError } from '../errors/jobs.errors.js';
-import {
-  CONTROL_SIGNAL,
-  CONTROL_STARTED,
-  CONTROL_THREAD,
-  DESCRIBE_TASKS,
-  RUN_TASK,
-  SIGNAL_CANCELLED,
-  SIGNAL_ENDED,
-  SIGNAL_NONE,
-  SIGNAL_SHUTDOWN,
-  SIGNAL_TIMEOUT,
-  STARTED_YES,
-  whenChanged,
-} from './worker-protocol.js';
+import { ThreadBatchRunner } from './thread-batch-runner.js';
+import { SIGNAL_CANCELLED, SIGNAL_NONE, SIGNAL_SHUTDOWN, SIGNAL_TIMEOUT } from './job-control.js';
+import type { JobControl } from './job-control.js';
+import { DESCRIBE_TASKS, RUN_BATCH } from './worker-protocol.js';
 import type {
+  ThreadErrorFields,
+  WorkerBatchRequest,
+  WorkerJobAnswer,
   WorkerJobOutcome,
   WorkerJobRequest,
+  WorkerOutcomesMessage,
   WorkerProgressMessage,
   WorkerTaskDescriptions,
   WorkerThreadData,
@@ -99,60 +97,118 @@ async function describe(): Promise<WorkerTaskDescriptions> {
   });
 }
 
-async function run(request: WorkerJobRequest | undefined): Promise<WorkerJobOutcome> {
-  if (!request) throw new Error('A worker task call needs its job.');
-  const control = new Int32Array(request.control);
-  // First, synchronously: from here on the main thread attributes this thread's death to this job.
-  Atomics.store(control, CONTROL_THREAD, threadId);
-  const { registry } = await booting;
-  const task = registry.get(request.task);
-  if (!task?.handler)
-    throw new Error(`No worker task "${request.task}" in workerModule (thread ${threadId}).`);
-  const controller = new AbortController();
-  void whenChanged(control, CONTROL_SIGNAL, SIGNAL_NONE).then(() => {
-    const code = Atomics.load(control, CONTROL_SIGNAL);
-    if (code === SIGNAL_TIMEOUT) controller.abort(new JobTimeoutError(request.timeout));
-    else if (code === SIGNAL_SHUTDOWN) controller.abort(new JobsShutdownError());
-    else if (code === SIGNAL_CANCELLED) controller.abort(new JobCancelledError(request.id));
-  });
-  Atomics.store(control, CONTROL_STARTED, STARTED_YES);
-  Atomics.notify(control, CONTROL_STARTED);
-  let progress: string | undefined;
-  const ctx = createJobContext(request, {
-    signal: () => controller.signal,
-    progress: (json) => {
-      progress = json;
-      const message: WorkerProgressMessage = {
-        id: request.id,
-        attempt: request.attempt,
-        progress: json,
-      };
-      progressChannel.postMessage(message);
-    },
-  });
+/** The fields of a thrown value that cross back to the main thread. */
+function errorFields(err: unknown): ThreadErrorFields {
+  const { name, message, stack } = toError(err);
+  return { name, message, stack };
+}
+
+/** Runs one job of a batch, its start claimed: never rejects, as its batch goes on after it. */
+async function runJob(request: WorkerJobRequest, control: JobControl): Promise<WorkerJobAnswer> {
+  const { key } = request;
   try {
-    let ending: AttemptEnding;
-    try {
-      ending = endingOfReturn(await task.handler.run(request.payload, ctx), request.maxResultBytes);
-    } catch (err) {
-      ending = endingOfThrow(err, request, task.options.backoff, (message) => logger.warn(message));
-    }
-    if (ending.outcome !== 'failed') return { ending, progress };
-    const { name, message, stack } = ending.error;
-    return { ending: { ...ending, error: { name, message, stack } }, progress };
+    const { registry } = await booting;
+    const task = registry.get(request.task);
+    if (!task?.handler)
+      throw new Error(`No worker task "${request.task}" in workerModule (thread ${threadId}).`);
+    return { key, outcome: await runTask(request, control, task.handler, task.options.backoff) };
+  } catch (err) {
+    return { key, error: errorFields(err) };
   } finally {
-    // Releases the pending `waitAsync` when no abort came.
-    if (
-      Atomics.compareExchange(control, CONTROL_SIGNAL, SIGNAL_NONE, SIGNAL_ENDED) === SIGNAL_NONE
-    ) {
-      Atomics.notify(control, CONTROL_SIGNAL);
-    }
+    control.ended();
   }
 }
 
-// Each task function answers its own type: the pool's callers know which they called.
-new ThreadWorker<WorkerJobRequest | undefined, unknown>(
-  { [RUN_TASK]: run, [DESCRIBE_TASKS]: describe },
+/**
+ * What a job's `JobContext` reads in a thread. A class, not an object literal, as it lives as long
+ * as the attempt: see "Memory" in docs/performance.md.
+ */
+class ThreadJobSources implements ContextSources {
+  /** The last value reported, which goes back with the outcome. */
+  lastProgress?: string;
+  private abortSignal?: AbortSignal;
+
+  constructor(
+    private readonly request: WorkerJobRequest,
+    private readonly control: JobControl,
+  ) {}
+
+  /**
+   * Made when the task first asks for it: only then does the thread watch the job's control slot
+   * for the abort the main thread asks for.
+   */
+  signal(): AbortSignal {
+    if (this.abortSignal) return this.abortSignal;
+    const controller = new AbortController();
+    this.abortSignal = controller.signal;
+    const { request, control } = this;
+    const abort = () => {
+      const code = control.abortCode();
+      if (code === SIGNAL_TIMEOUT) controller.abort(new JobTimeoutError(request.timeout));
+      else if (code === SIGNAL_SHUTDOWN) controller.abort(new JobsShutdownError());
+      else if (code === SIGNAL_CANCELLED) controller.abort(new JobCancelledError(request.id));
+    };
+    if (control.abortCode() === SIGNAL_NONE) void control.whenSignalled().then(abort);
+    else abort();
+    return controller.signal;
+  }
+
+  progress(json: string): void {
+    this.lastProgress = json;
+    const message: WorkerProgressMessage = {
+      id: this.request.id,
+      attempt: this.request.attempt,
+      progress: json,
+    };
+    progressChannel.postMessage(message);
+  }
+}
+
+async function runTask(
+  request: WorkerJobRequest,
+  control: JobControl,
+  handler: JobTaskHandler,
+  backoff: JobBackoff | undefined,
+): Promise<WorkerJobOutcome> {
+  const sources = new ThreadJobSources(request, control);
+  const ctx = createJobContext(request, sources);
+  let ending: AttemptEnding;
+  try {
+    ending = endingOfReturn(await handler.run(request.payload, ctx), threadData.maxResultBytes);
+  } catch (err) {
+    ending = endingOfThrow(err, request, backoff, (message) => logger.warn(message));
+  }
+  const progress = sources.lastProgress;
+  if (ending.outcome !== 'failed') return { ending, progress };
+  return { ending: { ...ending, error: errorFields(ending.error) }, progress };
+}
+
+/** A poolifier thread that also sends the answers of its jobs, on the port it answers tasks on. */
+class JobsThreadWorker extends ThreadWorker<WorkerBatchRequest | undefined, unknown> {
+  sendAnswers(answers: readonly WorkerJobAnswer[]): void {
+    const message: WorkerOutcomesMessage = { answers };
+    this.sendToMainWorker({ data: message });
+  }
+}
+
+const batches = new ThreadBatchRunner(runJob, (answers) => worker.sendAnswers(answers));
+
+// poolifier counts a thread ready, and hands it batches, once its worker below exists: only once the
+// module has booted, so that a thread still booting is not taken for one that can start a job (a
+// batch handed to a thread the pool adds waits for it, and an idle thread may take it back). A boot
+// that failed is reported by the first task, the main thread's describe.
+await booting.catch(() => undefined);
+
+// Each task function answers its own type: the pool's callers know which they called. Both are
+// `async` functions: poolifier sends a synchronous function's return value as it is, promise or not.
+const worker = new JobsThreadWorker(
+  {
+    [RUN_BATCH]: async (batch) => {
+      if (!batch) throw new Error('A worker batch call needs its jobs.');
+      await batches.run(batch);
+    },
+    [DESCRIBE_TASKS]: describe,
+  },
   {
     // Threads are retired by the pool (dynamic ones after a minute idle) or at shutdown. Closing the
     // context gives providers' shutdown hooks a chance, without making the pool wait on them:
