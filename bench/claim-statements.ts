@@ -16,33 +16,13 @@
  * median of `BENCH_REPETITIONS` (default 3) interleaved runs, each on a fresh database.
  */
 import 'reflect-metadata';
-import { Injectable, Module } from '@nestjs/common';
-import type { DynamicModule } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import pg from 'pg';
-import { JobQueueService, JobTask, JobsModule } from 'nestjs-pg-jobs';
 import { formatFigure, openBenchServer, perSecond } from './harness.js';
+import { queueBacklog } from './library.js';
 import { summarise } from './stats.js';
-import { inBatches, JOBS, REPETITIONS } from './workloads.js';
+import { JOBS, REPETITIONS } from './workloads.js';
 
 const CONCURRENCY = 50;
-
-@JobTask({ name: 'noop' })
-@Injectable()
-class NoopTask {
-  run(): void {}
-}
-
-@Module({})
-class QueueingModule {
-  static register(url: string): DynamicModule {
-    return {
-      module: QueueingModule,
-      imports: [JobsModule.forRoot({ connection: { connectionString: url }, runJobs: false })],
-      providers: [NoopTask],
-    };
-  }
-}
 
 const DELETE = `
   DELETE FROM jobs.jobs c
@@ -104,17 +84,7 @@ const msByDrain = new Map<string, number[]>();
 for (let i = 0; i < REPETITIONS; i++) {
   for (const [name, drain] of Object.entries(DRAINS)) {
     const ms = await server.onFreshDatabase(async (url) => {
-      const app = await NestFactory.createApplicationContext(QueueingModule.register(url), {
-        logger: ['error'],
-      });
-      try {
-        const queue = app.get(JobQueueService);
-        await inBatches((size) =>
-          queue.addJobs(Array.from({ length: size }, () => ({ task: 'noop' }))),
-        );
-      } finally {
-        await app.close();
-      }
+      await queueBacklog(url);
       const pool = new pg.Pool({ connectionString: url, max: 2 });
       try {
         const start = performance.now();

@@ -72,6 +72,16 @@ function enqueueInBatches(queue: JobQueueService, task = 'noop', jobs = JOBS): P
 }
 
 /**
+ * Makes the library's schema and queues `jobs` jobs of `task` through it, with no consumer
+ * running: the backlog a drain starts from.
+ */
+export function queueBacklog(url: string, task = 'noop', jobs = JOBS): Promise<void> {
+  return withApps(url, { runJobs: false, allowUnknownTasks: true }, 1, (queue) =>
+    enqueueInBatches(queue, task, jobs),
+  );
+}
+
+/**
  * First claim to last completion of the `jobs` queued jobs, on the database's clock, from their
  * history rows. Only jobs that ended after `since` count (history may hold older ones: see
  * `drainOnFullHistory`), read on the index of ended jobs.
@@ -119,9 +129,7 @@ async function drain(
     backlogQueued?: () => Promise<void>;
   } = {},
 ): Promise<{ ms: number; peakRssMiB: number }> {
-  await withApps(url, { runJobs: false, allowUnknownTasks: true }, 1, (queue) =>
-    enqueueInBatches(queue, task, jobs),
-  );
+  await queueBacklog(url, task, jobs);
   await prepare?.(url);
   const since = await databaseNow(url);
   await backlogQueued?.();
