@@ -92,7 +92,7 @@ export class JobsLifecycle
 
   private async start(): Promise<void> {
     this.listener.onNotification((notification) => {
-      if (notification.event === 'newJob') this.runner.wake();
+      if (notification.event === 'newJob') this.runner.wake('now');
       else if (notification.event === 'cancelJob')
         this.runner.cancel(notification.id, notification.attempt);
       else if (notification.event === 'progress') this.runner.progressHeard(notification);

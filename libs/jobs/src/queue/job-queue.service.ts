@@ -405,28 +405,37 @@ export class JobQueueService {
     let remaining = jobs;
     for (let round = 0; remaining.length > 0; round++) {
       const keyed = remaining.some((job) => job.uniqueKey !== null);
-      const [{ keyedIds }] = await this.db.queryIn<{ keyedIds: string[] }>(
-        manager,
-        keyed ? this.sql.insertKeyedJobs : this.sql.insertJobs,
-        [
-          remaining.map((job) => job.id),
-          sharedOrEach(remaining, (job) => job.task),
-          remaining.map((job) => job.payload),
-          sharedOrEach(remaining, (job) => job.priority),
-          remaining.map((job) => job.waitUntil),
-          sharedOrEach(remaining, (job) => job.maxRetries),
-          sharedOrEach(remaining, (job) => job.isScheduled),
-          remaining.map((job) => job.uniqueKey),
-          sharedOrEach(remaining, (job) => job.awaited),
-          this.options.instanceId,
-          notify,
-          this.channel,
-          NEW_JOB_NOTIFICATION,
-          traceContext,
-          sharedOrEach(remaining, (job) => job.queue),
-          remaining.map((job) => job.groupKey),
-        ],
-      );
+      const one = remaining.length === 1;
+      // One job's values go as scalars, a batch's as arrays (see `sharedOrEach`).
+      const each = <T>(value: (job: ValidatedJob) => T) =>
+        one ? value(remaining[0]) : remaining.map(value);
+      const shared = <T>(value: (job: ValidatedJob) => T) =>
+        one ? value(remaining[0]) : sharedOrEach(remaining, value);
+      const statement = one
+        ? keyed
+          ? this.sql.insertKeyedJob
+          : this.sql.insertJob
+        : keyed
+          ? this.sql.insertKeyedJobs
+          : this.sql.insertJobs;
+      const [{ keyedIds }] = await this.db.queryIn<{ keyedIds: string[] }>(manager, statement, [
+        each((job) => job.id),
+        shared((job) => job.task),
+        each((job) => job.payload),
+        shared((job) => job.priority),
+        each((job) => job.waitUntil),
+        shared((job) => job.maxRetries),
+        shared((job) => job.isScheduled),
+        each((job) => job.uniqueKey),
+        shared((job) => job.awaited),
+        this.options.instanceId,
+        notify,
+        this.channel,
+        NEW_JOB_NOTIFICATION,
+        traceContext,
+        shared((job) => job.queue),
+        each((job) => job.groupKey),
+      ]);
       const keyedInserted = new Set(keyedIds);
       const conflicting = remaining.filter(
         (job) => job.uniqueKey !== null && !keyedInserted.has(job.id),

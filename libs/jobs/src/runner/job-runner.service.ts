@@ -142,24 +142,31 @@ export class JobRunner {
   /**
    * Asks for a claim: on a notification, a poll, or when capacity frees up with a backlog. The
    * claim starts on the next turn of the event loop, once every attempt that ended in this one
-   * has given back its slot, so that one claim takes them all.
+   * has given back its slot, so that one claim takes them all. A new job's notification (`'now'`)
+   * frees no slot, so its claim starts in a microtask instead: a job's start does not wait for the
+   * rest of the loop's turn, and the notifications of one read from the socket, dispatched before
+   * it runs, still share one claim.
    */
-  wake(): void {
+  wake(when: 'nextTurn' | 'now' = 'nextTurn'): void {
     if (!this.started || this.stopping) return;
     // A claim in flight sees this when it returns, and claims again.
     this.wakeRequested = true;
     if (this.claimInFlight || this.claimScheduled) return;
     this.claimScheduled = true;
-    setImmediate(() => {
-      this.claimScheduled = false;
-      if (this.stopping || this.claimInFlight) return;
-      this.claimInFlight = this.claimWhileCapacity().finally(() => {
-        this.claimInFlight = undefined;
-        // Asked for between the claim's last look and now.
-        if (this.wakeRequested) this.wake();
-      });
-    });
+    if (when === 'now') queueMicrotask(this.startScheduledClaim);
+    else setImmediate(this.startScheduledClaim);
   }
+
+  /** The claim a wake-up scheduled, unless one started meanwhile. */
+  private readonly startScheduledClaim = () => {
+    this.claimScheduled = false;
+    if (this.stopping || this.claimInFlight) return;
+    this.claimInFlight = this.claimWhileCapacity().finally(() => {
+      this.claimInFlight = undefined;
+      // Asked for between the claim's last look and now.
+      if (this.wakeRequested) this.wake();
+    });
+  };
 
   /** Another instance told of an attempt's progress: this one's listeners hear it too. */
   progressHeard(notification: ProgressNotification): void {
