@@ -14,15 +14,20 @@
  * It measures how the drain's database work divides between its writes, and what one round trip
  * per batch instead of two would save, before a runner is changed to try it. Each figure is the
  * median of `BENCH_REPETITIONS` (default 3) interleaved runs, each on a fresh database.
+ * `BENCH_STATEMENT_JOBS` sets how many jobs are queued (default 10,000), and
+ * `BENCH_STATEMENT_LOOPS` how many loops drain them side by side, each on two connections of its
+ * own (default 1; 2 is the statements of the bench's two instances).
  */
 import 'reflect-metadata';
 import pg from 'pg';
-import { formatFigure, openBenchServer, perSecond } from './harness.js';
+import { formatFigure, openBenchServer } from './harness.js';
 import { queueBacklog } from './library.js';
 import { summarise } from './stats.js';
 import { JOBS, REPETITIONS } from './workloads.js';
 
 const CONCURRENCY = 50;
+const QUEUED = Number(process.env.BENCH_STATEMENT_JOBS ?? JOBS);
+const LOOPS = Number(process.env.BENCH_STATEMENT_LOOPS ?? 1);
 
 const DELETE = `
   DELETE FROM jobs.jobs c
@@ -84,11 +89,11 @@ const msByDrain = new Map<string, number[]>();
 for (let i = 0; i < REPETITIONS; i++) {
   for (const [name, drain] of Object.entries(DRAINS)) {
     const ms = await server.onFreshDatabase(async (url) => {
-      await queueBacklog(url);
-      const pool = new pg.Pool({ connectionString: url, max: 2 });
+      await queueBacklog(url, 'noop', QUEUED);
+      const pool = new pg.Pool({ connectionString: url, max: 2 * LOOPS });
       try {
         const start = performance.now();
-        await drain(pool);
+        await Promise.all(Array.from({ length: LOOPS }, () => drain(pool)));
         return performance.now() - start;
       } finally {
         await pool.end();
@@ -101,12 +106,12 @@ for (let i = 0; i < REPETITIONS; i++) {
 await server.stop();
 
 const jobsPerSecond = new Map(
-  [...msByDrain].map(([name, runs]) => [name, summarise(runs.map(perSecond))]),
+  [...msByDrain].map(([name, runs]) => [name, summarise(runs.map((ms) => (QUEUED / ms) * 1000))]),
 );
 const reference = jobsPerSecond.get('claim, then completion')!.median;
 console.log(
-  `\n${JOBS} queued no-op jobs drained in batches of ${CONCURRENCY} by the statements alone, ` +
-    `${REPETITIONS} repetitions, PostgreSQL from ${server.source}.\n`,
+  `\n${QUEUED} queued no-op jobs drained in batches of ${CONCURRENCY} by the statements alone, ` +
+    `in ${LOOPS} loop(s) side by side, ${REPETITIONS} repetitions, PostgreSQL from ${server.source}.\n`,
 );
 console.log('| statements per batch | jobs/s median (min–max) | ÷ claim, then completion |');
 console.log('| --- | --- | --- |');
