@@ -28,8 +28,9 @@ const FLOOR_WHY =
   'per job the library writes its history row twice (active at the claim, its end at the ' +
   'completion) where the floor writes nothing after its delete: three rows and ~1 KB of WAL ' +
   'against one row and ~0.1 KB (npm run bench:costs). Even the claim alone, with no completion ' +
-  "written at all, runs at ~0.73 of the floor's delete (npm run bench:statements): no queue " +
-  'that records each attempt reaches the target here ("The bound" in docs/performance.md).';
+  "written at all, runs at ~0.73 of the floor's delete (npm run bench:statements): while the " +
+  'claim writes a history row like today\'s, the target is out of reach here ("The bound" in ' +
+  'docs/performance.md).';
 const LATENCY_WHY =
   "the library's statements are as fast as the floor's; its own path (the notification's " +
   "dispatch, the claim's set-up, the attempt's start) adds about 0.1 ms of Node " +
