@@ -16,6 +16,7 @@ import { quietLogger, startJobsApp, waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
 import { pgBouncerUnavailable, startPgBouncer } from './support/pgbouncer.js';
 import type { PgBouncer } from './support/pgbouncer.js';
+import { describeWhereAvailable } from './support/required-suite.js';
 import { useTestDatabase } from './support/test-database.js';
 
 const db = useTestDatabase('jobs_pgbouncer');
@@ -65,18 +66,13 @@ async function advisoryLocks(): Promise<number> {
   return n;
 }
 
-// Longer than a test: on a machine without PgBouncer, this installs it first.
-const unavailable = pgBouncerUnavailable();
-if (unavailable) {
-  // Loud, not silent: this machine cannot prove what the suite proves. CI (REQUIRE_PGBOUNCER=1)
-  // always runs it.
-  console.warn(
-    `test/pgbouncer.spec.ts NOT RUN: ${unavailable}. Install the Debian package pgbouncer ` +
-      '(apt-get install -y pgbouncer) to run it; .ci/run does.',
-  );
-}
-
-(unavailable ? describe.skip : describe)('behind a real PgBouncer in transaction mode', () => {
+// On a machine without PgBouncer, the suite's beforeAll installs it first (hence its long timeout).
+describeWhereAvailable({
+  file: 'test/pgbouncer.spec.ts',
+  requiredBy: 'REQUIRE_PGBOUNCER',
+  unavailable: pgBouncerUnavailable,
+  howToRun: 'Install the Debian package pgbouncer (apt-get install -y pgbouncer) to run it',
+})('behind a real PgBouncer in transaction mode', () => {
   beforeAll(async () => {
     bouncer = await startPgBouncer(process.env.JOBS_TEST_SERVER_URL!, { poolMode: 'transaction' });
     pooledUrl = bouncer.rewrite(db.url);

@@ -17,6 +17,12 @@ describe('isConnectionError', () => {
       'a server starting up',
       Object.assign(new Error('the database system is starting up'), { code: '57P03' }),
     ],
+    [
+      'a standby refusing a write during a failover',
+      Object.assign(new Error('cannot execute UPDATE in a read-only transaction'), {
+        code: '25006',
+      }),
+    ],
     ['a connection exception', Object.assign(new Error('connection failure'), { code: '08006' })],
     ['a socket pg saw close', new Error('Connection terminated unexpectedly')],
     ['a pool that could not connect in time', new Error('timeout exceeded when trying to connect')],

@@ -9,8 +9,14 @@ const NETWORK_CODES = new Set([
   'EAI_AGAIN',
 ]);
 
-/** SQLSTATEs of a server that is going away or not taking connections yet. */
-const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '53300']);
+/**
+ * SQLSTATEs of a server that is going away or not taking connections yet, or not taking writes:
+ * `25006` (read_only_sql_transaction) is what a standby answers a write with, and during a
+ * failover the connection may reach one before its promotion (a DNS name or proxy that switched
+ * early, an old primary brought back as a standby). Pooled clients that received it are dropped by
+ * the pool, so a retry connects anew, to wherever the address leads by then.
+ */
+const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '53300', '25006']);
 
 /**
  * `pg` reports a lost or refused connection without a code of its own, only in its message: these
@@ -24,8 +30,8 @@ const DRIVER_MESSAGES = [
 ];
 
 /**
- * Whether `err` says the database could not be reached (as opposed to refusing the statement): the
- * kind of failure worth retrying once it comes back.
+ * Whether `err` says the database could not be reached, or cannot take writes yet (as opposed to
+ * refusing the statement): the kind of failure worth retrying once it comes back.
  */
 export function isConnectionError(err: unknown): boolean {
   const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };

@@ -6,7 +6,8 @@ import { channelFor, parseNotification } from './notification-protocol.js';
 import type { JobsNotification } from './notification-protocol.js';
 
 const RECONNECT_MIN_MS = 100;
-const RECONNECT_MAX_MS = 5_000;
+/** The longest wait between two tries to get `LISTEN` back: what a long outage costs at most. */
+export const LISTEN_RECONNECT_MAX_MS = 5_000;
 
 type NotificationHandler = (notification: JobsNotification) => void;
 /**
@@ -135,7 +136,7 @@ export class NotificationListener {
     if (this.stopped) return;
     clearTimeout(this.reconnectTimer);
     const delay = this.reconnectDelay;
-    this.reconnectDelay = Math.min(this.reconnectDelay * 2, RECONNECT_MAX_MS);
+    this.reconnectDelay = Math.min(this.reconnectDelay * 2, LISTEN_RECONNECT_MAX_MS);
     this.reconnectTimer = setTimeout(() => void this.connect(), delay);
   }
 
