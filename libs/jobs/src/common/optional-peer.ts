@@ -1,4 +1,7 @@
+import { createRequire } from 'node:module';
 import { MissingPeerDependencyError } from '../errors/jobs.errors.js';
+
+const require = createRequire(import.meta.url);
 
 /**
  * Loads an optional peer dependency when the feature that needs it starts, never when the library
@@ -24,6 +27,42 @@ export async function importOptionalPeer<T>(
   }
 }
 
+/**
+ * Throws `MissingPeerDependencyError` unless `packageName` can be found, without loading it: for an
+ * entry point that is of no use without the peer (`nestjs-pg-jobs/schedule`, `/health`), so that
+ * importing it says what to install. The entry loads the peer with `importOptionalPeer` when it
+ * boots, never by a static import (which fails with ERR_MODULE_NOT_FOUND before any check can run)
+ * nor a top-level `await` (which would keep CommonJS apps from require()ing the package).
+ */
+export function assertOptionalPeerInstalled(
+  packageName: string,
+  neededBy: string,
+  why: string,
+): void {
+  try {
+    require.resolve(packageName);
+  } catch (err) {
+    if (isNotFound(err, packageName)) {
+      throw new MissingPeerDependencyError(packageName, neededBy, why, err);
+    }
+    throw err;
+  }
+}
+
+/**
+ * A module of a CommonJS optional peer (`typeorm/decorator/...`), required at once; `undefined`
+ * when the peer is not installed. For what the library must apply while it is imported, before any
+ * feature boots.
+ */
+export function requireOptionalPeer<T>(packageName: string, subpath: string): T | undefined {
+  try {
+    return require(`${packageName}/${subpath}`) as T;
+  } catch (err) {
+    if (isNotFound(err, packageName)) return undefined;
+    throw err;
+  }
+}
+
 /** Whether `err` says that `packageName` (not something it imports) cannot be found. */
 function isNotFound(err: unknown, packageName: string): boolean {
   const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
@@ -31,6 +70,6 @@ function isNotFound(err: unknown, packageName: string): boolean {
   return (
     (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') &&
     typeof message === 'string' &&
-    message.includes(`'${packageName}'`)
+    (message.includes(`'${packageName}'`) || message.includes(`'${packageName}/`))
   );
 }

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
+import { importOptionalPeer } from '../common/optional-peer.js';
 import { DatabaseUnreachableError } from '../errors/jobs.errors.js';
 import { isConnectionError } from './connection-errors.js';
 import type { PreparedStatement } from './prepared-statement.js';
@@ -108,7 +109,12 @@ export class JobsDatabase {
   }
 
   private async poolDataSource(): Promise<DataSource> {
-    const { DataSource } = await import('typeorm');
+    const { DataSource } = await importOptionalPeer(
+      'typeorm',
+      'A transactional task (@JobTask({ transactional: true }))',
+      'its ctx.manager is a TypeORM EntityManager',
+      () => import('typeorm'),
+    );
     const pool = this.pool;
     // TypeORM makes its pool with `new driver.Pool(options)`: this driver's answers with ours.
     const driver = {

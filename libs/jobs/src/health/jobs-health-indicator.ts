@@ -1,8 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { InjectionToken, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { HealthIndicatorService } from '@nestjs/terminus';
-import type { HealthIndicatorResult } from '@nestjs/terminus';
+import type { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { toError } from '../common/errors.js';
 import { findInApp } from '../common/find-in-app.js';
 import { optionChecks } from '../common/option-checks.js';
@@ -14,6 +13,7 @@ import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { WorkerPool } from '../worker-pool/worker-pool.service.js';
 import { healthSql } from './health.sql.js';
+import { loadTerminusPeer } from './terminus-peer.js';
 import { DEFAULT_HEALTH_MAX_LAG, DEFAULT_HEALTH_TIMEOUT } from './jobs-health-options.interface.js';
 import type { JobsHealthCheckOptions } from './jobs-health-options.interface.js';
 
@@ -60,14 +60,18 @@ interface Checked {
 @Injectable()
 export class JobsHealthIndicator implements OnModuleInit {
   private checked?: Checked;
+  private indicators?: HealthIndicatorService;
 
-  constructor(
-    @Inject(HealthIndicatorService) private readonly indicators: HealthIndicatorService,
-    @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
-  ) {}
+  constructor(@Inject(ModuleRef) private readonly moduleRef: ModuleRef) {}
 
-  /** Finds `JobsModule` in the app, or fails the boot saying to import it. */
-  onModuleInit(): void {
+  /**
+   * Finds `JobsModule` in the app, or fails the boot saying to import it, and terminus's
+   * `HealthIndicatorService` (from the app's `TerminusModule`; the peer is loaded at boot, so its
+   * class is looked up rather than injected by a decorator).
+   */
+  async onModuleInit(): Promise<void> {
+    const { HealthIndicatorService } = await loadTerminusPeer();
+    this.indicators = this.moduleRef.get(HealthIndicatorService, { strict: false });
     const find = <T>(token: InjectionToken) =>
       findInApp<T>(this.moduleRef, token, 'JobsHealthIndicator');
     const db = find<JobsDatabase>(JobsDatabase);
@@ -112,7 +116,7 @@ export class JobsHealthIndicator implements OnModuleInit {
       lag: lag ?? null,
       maxLag,
     };
-    const session = this.indicators.check(key);
+    const session = this.indicators!.check(key);
     return problems.length === 0
       ? session.up(details)
       : session.down({ ...details, message: problems.join('; ') });

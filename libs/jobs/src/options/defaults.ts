@@ -11,6 +11,12 @@ export const DEFAULT_MAX_RETRY_DELAY = 3600;
 /** The largest `maxRetryDelay` accepted (about 100 years): a retry must stay a writable timestamp. */
 export const MAX_RETRY_DELAY_LIMIT = 3_155_760_000;
 export const DEFAULT_TASK_TIMEOUT = 300;
+/**
+ * Jobs one instance runs at once when `concurrency` is not given, unless `workers` is larger: tasks
+ * in a Nest app mostly wait on I/O (a mail API, a query), so they should not queue behind the CPU
+ * count, which is 1 thread (`workers: 'auto'`) on a 2-core container. Ten is pg's default pool size.
+ */
+export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_STALE_JOB_TIMEOUT = 3600;
 export const DEFAULT_SHUTDOWN_TIMEOUT = 30;
 export const DEFAULT_PROMISE_TIMEOUT = 600;

@@ -101,8 +101,8 @@ export const OPTION_TABLE = {
     resolve: resolveWorkers,
   },
   concurrency: {
-    default: '`workers`',
-    doc: 'jobs this instance runs at once',
+    default: '10 or `workers`',
+    doc: 'jobs this instance runs at once, in-process and worker tasks together; the larger of the two',
     resolve: (value: unknown, option: string) =>
       value === undefined ? undefined : integer(option, value, 1),
   },

@@ -22,14 +22,13 @@ describe('resolveJobsOptions', () => {
       historyPruneBatchSize: 1000,
     });
     expect(resolved.workers).toBeGreaterThanOrEqual(1);
-    expect(resolved.concurrency).toBe(resolved.workers);
+    expect(resolved.concurrency).toBe(Math.max(10, resolved.workers));
   });
 
-  it('takes concurrency from workers unless given', () => {
-    expect(resolveJobsOptions({ connection: 'x', workers: 3 }).concurrency).toBe(3);
-    expect(resolveJobsOptions({ connection: 'x', workers: 3, concurrency: 10 }).concurrency).toBe(
-      10,
-    );
+  it('runs 10 jobs at once unless given, or more when there are more worker threads', () => {
+    expect(resolveJobsOptions({ connection: 'x', workers: 3 }).concurrency).toBe(10);
+    expect(resolveJobsOptions({ connection: 'x', workers: 16 }).concurrency).toBe(16);
+    expect(resolveJobsOptions({ connection: 'x', workers: 3, concurrency: 2 }).concurrency).toBe(2);
   });
 
   it('refuses both a connection and a dataSource', () => {

@@ -23,7 +23,7 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
   const resolved: ResolvedJobsOptions = {
     ...each,
     ...resolveConnection(each),
-    concurrency: each.concurrency ?? each.workers,
+    concurrency: each.concurrency ?? Math.max(defaults.DEFAULT_CONCURRENCY, each.workers),
     missedSlotGrace,
     // Each schedule throws its own typed error (`InvalidCronExpressionError`, ...), naming it.
     schedules: each.schedules.map((schedule) =>

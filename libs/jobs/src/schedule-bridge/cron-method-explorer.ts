@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, SetMetadata } from '@nestjs/common';
 import type { InjectionToken, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModuleRef, ModulesContainer } from '@nestjs/core';
-import { SchedulerRegistry } from '@nestjs/schedule';
+import type { SchedulerRegistry } from '@nestjs/schedule';
 import { findInApp } from '../common/find-in-app.js';
 import { CronPlannerService } from '../cron/cron-planner.service.js';
 import { JOB_TASK_SOURCE_METADATA } from '../discovery/task-registry.js';
@@ -14,9 +14,16 @@ import type { DurableCronOptions } from './jobs-schedule-options.interface.js';
 import { JOBS_SCHEDULE_OPTIONS } from './jobs-schedule-options.interface.js';
 import type { ResolvedJobsScheduleOptions } from './jobs-schedule-options.interface.js';
 import { readCronMetadataKeys } from './schedule-metadata.js';
+import type { SchedulePeer } from './schedule-peer.js';
 
-/** Injection token of the token under which `ScheduleModule.forRoot()` provides its options. */
-export const SCHEDULE_OPTIONS_TOKEN = Symbol('nestjs-pg-jobs:schedule-options-token');
+/** Injection token of `@nestjs/schedule` as loaded at boot, and its options provider's token. */
+export const SCHEDULE_PEER = Symbol('nestjs-pg-jobs:schedule-peer');
+
+export interface LoadedSchedulePeer {
+  readonly peer: SchedulePeer;
+  /** The token under which `ScheduleModule.forRoot()` provides its options. */
+  readonly optionsToken: InjectionToken;
+}
 
 type BridgedTask = ReturnType<JobTaskSource['jobTasks']>[number];
 
@@ -35,12 +42,11 @@ export class CronMethodExplorer implements JobTaskSource, OnModuleInit {
 
   constructor(
     @Inject(JOBS_SCHEDULE_OPTIONS) private readonly options: ResolvedJobsScheduleOptions,
-    @Inject(SCHEDULE_OPTIONS_TOKEN) private readonly scheduleOptionsToken: InjectionToken,
+    @Inject(SCHEDULE_PEER) private readonly schedule: LoadedSchedulePeer,
     @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
     @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
     @Inject(ModulesContainer) private readonly modules: ModulesContainer,
     @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
-    @Inject(SchedulerRegistry) private readonly schedulerRegistry: SchedulerRegistry,
   ) {}
 
   /** Without a JobsModule nothing would ever ask for the tasks: the methods would never run. */
@@ -55,7 +61,7 @@ export class CronMethodExplorer implements JobTaskSource, OnModuleInit {
 
   private explore(): BridgedTask[] {
     this.assertNoCronScheduleModule();
-    const keys = readCronMetadataKeys();
+    const keys = readCronMetadataKeys(this.schedule.peer);
     const tasks: BridgedTask[] = [];
     for (const wrapper of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
       const instance = wrapper.instance as Record<string, unknown> | undefined;
@@ -104,7 +110,7 @@ export class CronMethodExplorer implements JobTaskSource, OnModuleInit {
    */
   private assertNoCronScheduleModule(): void {
     const imports = [...this.modules.values()].flatMap((module) => {
-      const wrapper = module.providers.get(this.scheduleOptionsToken);
+      const wrapper = module.providers.get(this.schedule.optionsToken);
       if (!wrapper) return [];
       return [{ cronJobs: (wrapper.instance as { cronJobs?: unknown })?.cronJobs !== false }];
     });
@@ -120,7 +126,10 @@ export class CronMethodExplorer implements JobTaskSource, OnModuleInit {
    * alternative for a bridged method instead of saying that no such job exists.
    */
   private guardSchedulerRegistry(): void {
-    const registry = this.schedulerRegistry;
+    // The peer is loaded at boot, so its class is looked up rather than injected by a decorator.
+    const registry = this.moduleRef.get<SchedulerRegistry>(this.schedule.peer.SchedulerRegistry, {
+      strict: false,
+    });
     const getCronJob = registry.getCronJob.bind(registry);
     registry.getCronJob = (name: string) => {
       if (this.durableNames.has(name) && !registry.doesExist('cron', name)) {

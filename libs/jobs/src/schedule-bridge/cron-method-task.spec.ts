@@ -1,6 +1,7 @@
 import { InvalidCronOptionError } from '../errors/jobs.errors.js';
 import { cronMethodTask } from './cron-method-task.js';
 import { readCronMetadataKeys } from './schedule-metadata.js';
+import { loadSchedulePeer } from './schedule-peer.js';
 
 const defaults = { timezone: 'UTC', maxRetries: 0 };
 
@@ -80,8 +81,8 @@ describe('cronMethodTask', () => {
 });
 
 describe('readCronMetadataKeys', () => {
-  it('finds where this @nestjs/schedule keeps the scheduler type and the cron options', () => {
-    expect(readCronMetadataKeys()).toEqual({
+  it('finds where this @nestjs/schedule keeps the scheduler type and the cron options', async () => {
+    expect(readCronMetadataKeys(await loadSchedulePeer())).toEqual({
       type: 'SCHEDULER_TYPE',
       cronType: 1,
       options: 'SCHEDULE_CRON_OPTIONS',

@@ -6,7 +6,8 @@ import { assertOptionsObject } from '../common/assert-options-object.js';
 import { DEFAULT_SCHEDULE_TIMEZONE } from '../schedule/validate-schedule.js';
 import { isKnownTimeZone } from '../schedule/time-zones.js';
 import { InvalidCronOptionError } from '../errors/jobs.errors.js';
-import { CronMethodExplorer, SCHEDULE_OPTIONS_TOKEN } from './cron-method-explorer.js';
+import { CronMethodExplorer, SCHEDULE_PEER } from './cron-method-explorer.js';
+import type { LoadedSchedulePeer } from './cron-method-explorer.js';
 import {
   DEFAULT_BRIDGED_CRON_MAX_RETRIES,
   JOBS_SCHEDULE_OPTIONS,
@@ -16,13 +17,14 @@ import type {
   ResolvedJobsScheduleOptions,
 } from './jobs-schedule-options.interface.js';
 import { scheduleModuleWithoutCron } from './schedule-metadata.js';
+import { loadSchedulePeer } from './schedule-peer.js';
 
 /**
  * `@nestjs/schedule`, cluster-safe: import it instead of `ScheduleModule.forRoot()`, next to
  * `JobsModule.forRoot()`. Every `@Cron()` method then runs once per slot across all instances, as
  * a durable job (history, retries if asked, metrics, dashboard); `@Interval()`, `@Timeout()` and
  * `SchedulerRegistry` keep their local, per-instance behaviour (it imports
- * `ScheduleModule.forRoot({ cronJobs: false })` and exports it).
+ * `ScheduleModule.forRoot({ cronJobs: false })`, which is global).
  *
  * ```ts
  * imports: [JobsModule.forRoot({ connection }), JobsScheduleModule.forRoot()]
@@ -33,16 +35,27 @@ import { scheduleModuleWithoutCron } from './schedule-metadata.js';
 @Module({})
 export class JobsScheduleModule {
   static forRoot(options: JobsScheduleModuleOptions = {}): DynamicModule {
-    const { module: schedule, optionsToken } = scheduleModuleWithoutCron();
+    const resolved = resolveScheduleOptions(options);
+    // Loaded while Nest builds the app (imports may be promises): no static import of the peer.
+    const loading = loadSchedulePeer().then((peer) => ({
+      peer,
+      ...scheduleModuleWithoutCron(peer),
+    }));
     return {
       module: JobsScheduleModule,
-      imports: [schedule, DiscoveryModule],
+      // Its ScheduleModule is global: SchedulerRegistry, intervals and timeouts reach the whole app.
+      imports: [loading.then(({ module }) => module), DiscoveryModule],
       providers: [
-        { provide: JOBS_SCHEDULE_OPTIONS, useValue: resolveScheduleOptions(options) },
-        { provide: SCHEDULE_OPTIONS_TOKEN, useValue: optionsToken },
+        { provide: JOBS_SCHEDULE_OPTIONS, useValue: resolved },
+        {
+          provide: SCHEDULE_PEER,
+          useFactory: async (): Promise<LoadedSchedulePeer> => {
+            const { peer, optionsToken } = await loading;
+            return { peer, optionsToken };
+          },
+        },
         CronMethodExplorer,
       ],
-      exports: [schedule],
     };
   }
 }

@@ -1,6 +1,6 @@
 import type { DynamicModule, InjectionToken, Provider } from '@nestjs/common';
-import { Cron, ScheduleModule } from '@nestjs/schedule';
 import { JobsError } from '../errors/jobs.errors.js';
+import type { SchedulePeer } from './schedule-peer.js';
 
 /** Where `@nestjs/schedule` keeps what `@Cron()` says about a method, learnt from the package itself. */
 export interface CronMetadataKeys {
@@ -20,7 +20,7 @@ const PROBE_NAME = 'nestjs-pg-jobs:probe';
  * the token off the providers of `ScheduleModule.forRoot()`: a version that stores them otherwise
  * fails the boot with this message, instead of leaving `@Cron()` methods silently unscheduled.
  */
-export function readCronMetadataKeys(): CronMetadataKeys {
+export function readCronMetadataKeys({ Cron }: SchedulePeer): CronMetadataKeys {
   class Probe {
     probe(): void {}
   }
@@ -44,7 +44,7 @@ export function readCronMetadataKeys(): CronMetadataKeys {
 }
 
 /** `ScheduleModule.forRoot({ cronJobs: false })`, and the token of its options provider. */
-export function scheduleModuleWithoutCron(): {
+export function scheduleModuleWithoutCron({ ScheduleModule }: SchedulePeer): {
   module: DynamicModule;
   optionsToken: InjectionToken;
 } {

@@ -1,10 +1,4 @@
-// The decorators' own modules, not TypeORM's index: importing the library (whose index exports
-// these classes) must not load the ORM, its drivers and query builders for an app that never uses
-// them. These few files only record the mappings in TypeORM's global metadata store, where the
-// app's `DataSource`, loading the rest, finds them.
-import { Column } from 'typeorm/decorator/columns/Column.js';
-import { PrimaryColumn } from 'typeorm/decorator/columns/PrimaryColumn.js';
-import { Entity } from 'typeorm/decorator/entity/Entity.js';
+import { Column, Entity, PrimaryColumn } from './mapping-decorators.js';
 import type { ColumnType } from 'typeorm';
 import { toSchemaName } from '../database/schema-name.js';
 import { DEFAULT_SCHEMA } from '../options/defaults.js';
