@@ -1,4 +1,5 @@
 import type { JobsModuleOptions } from 'nestjs-pg-jobs';
+import { JobRunner } from '../libs/jobs/src/runner/job-runner.service.js';
 import { collectReports, openGate } from './fixtures/workers/report.js';
 import { waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
@@ -136,6 +137,29 @@ describe('a timeout that comes due after its job ended in the thread', () => {
 
     expect(await ended(instant.id)).toMatchObject({ state: 'completed', attempt: 1 });
     expect(await ended(gated.id)).toMatchObject({ state: 'completed', attempt: 1 });
+  }, 60_000);
+});
+
+describe('a job that ends in its thread after an abort', () => {
+  it('does not get its thread killed while the main thread is too busy to hear its answer', async () => {
+    const { id } = await app.queue.addJob({ task: 'worker.sleep', payload: { ms: 60_000 } });
+    const sleeping = await reported(id, 'started');
+    // From the check phase of a turn, so that the next turn's timers come before its messages.
+    await new Promise((resolve) => setImmediate(resolve));
+    app.module.get(JobRunner).cancel(id, 1);
+    // The attempt gives up on the abort, and its workerTimeoutGrace (0.5 s) starts.
+    for (let i = 0; i < 10; i++) await Promise.resolve();
+    // The thread ends the job on its signal and answers while this thread is blocked past the grace.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500);
+
+    const next = await app.queue.addJob({
+      task: 'worker.greet',
+      payload: { name: 'next' },
+      promise: true,
+    });
+    await next.promise;
+    expect((await reported(id, 'aborted')).threadId).toBe(sleeping.threadId);
+    expect((await reported(next.id, 'greeted')).threadId).toBe(sleeping.threadId);
   }, 60_000);
 });
 
