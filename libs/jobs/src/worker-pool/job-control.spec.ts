@@ -50,4 +50,16 @@ describe('JobControl', () => {
     await waiting;
     expect(thread.abortCode()).toBe(SIGNAL_NONE);
   });
+
+  it('tells the main thread a job ended, keeping when it started, even after an abort', () => {
+    const { main, thread } = pair();
+    thread.claimStart();
+    const startedAt = main.startedAt();
+    main.abort(SIGNAL_CANCELLED);
+    expect(main.hasEnded()).toBe(false);
+    thread.ended();
+    expect(main.hasEnded()).toBe(true);
+    expect(main.startedAt()).toBe(startedAt);
+    expect(main.withdraw()).toBe(false);
+  });
 });

@@ -5,7 +5,9 @@
  *
  * - `started` leaves `STARTED_NO` once, and whoever moves it first decides: the thread starting
  *   the job (`STARTED_YES`, after writing `startedAt`), or the main thread taking it back before it
- *   started (`STARTED_WITHDRAWN`: the thread skips it).
+ *   started (`STARTED_WITHDRAWN`: the thread skips it). A started job then moves to `STARTED_ENDED`
+ *   once its thread has sent its answer: from then on the answer is on its way, and the main thread
+ *   must neither time the job out nor kill the thread over it, however long it takes to read it.
  * - `signal` is written by the main thread to abort the job (a reason code), or by the thread once
  *   the job ended (`SIGNAL_ENDED`, which releases the thread's own wait for an abort).
  * - `startedAt` is when the thread started the job, on the process's monotonic clock (`nowMs`),
@@ -21,6 +23,7 @@ const STARTED_AT = 1;
 const STARTED_NO = 0;
 const STARTED_YES = 1;
 const STARTED_WITHDRAWN = 2;
+const STARTED_ENDED = 3;
 
 export const SIGNAL_NONE = 0;
 export const SIGNAL_TIMEOUT = 1;
@@ -75,7 +78,15 @@ export class JobControl {
 
   /** When the thread started the job (`nowMs`), if it has. */
   startedAt(): number | undefined {
-    return Atomics.load(this.ints, STARTED) === STARTED_YES ? this.floats[STARTED_AT] : undefined;
+    const started = Atomics.load(this.ints, STARTED);
+    return started === STARTED_YES || started === STARTED_ENDED
+      ? this.floats[STARTED_AT]
+      : undefined;
+  }
+
+  /** The main thread's side: the job's thread has sent its answer. */
+  hasEnded(): boolean {
+    return Atomics.load(this.ints, STARTED) === STARTED_ENDED;
   }
 
   /** The main thread's side: asks the thread to abort the job, for the reason `code` says. */
@@ -96,8 +107,12 @@ export class JobControl {
     if (waiting.async) await waiting.value;
   }
 
-  /** The thread's side: the job ended; releases its wait for an abort, if it had one. */
+  /**
+   * The thread's side, once the job's answer is sent: says so to the main thread (`hasEnded`), and
+   * releases the job's wait for an abort, if it had one.
+   */
   ended(): void {
+    Atomics.store(this.ints, STARTED, STARTED_ENDED);
     if (Atomics.compareExchange(this.ints, SIGNAL, SIGNAL_NONE, SIGNAL_ENDED) === SIGNAL_NONE) {
       Atomics.notify(this.ints, SIGNAL);
     }

@@ -1,24 +1,34 @@
 import { JobControl } from './job-control.js';
-import { SHORT_TASK_MS, ThreadBatchRunner } from './thread-batch-runner.js';
+import { ThreadBatchRunner } from './thread-batch-runner.js';
 import type { WorkerJobAnswer, WorkerJobRequest } from './worker-protocol.js';
 
 const done = { ending: { outcome: 'completed', result: null } } as const;
 
 /** A thread's runner whose jobs end when the test says, each job's task named in its payload. */
 function setup() {
-  const sent: number[][] = [];
+  /** What happened, in order: `start <key>` and `sent <key>`. */
+  const log: string[] = [];
+  const sent: number[] = [];
   const started: number[] = [];
+  const controls = new Map<number, JobControl>();
   const running = new Map<number, () => void>();
   let key = 0;
   const runner = new ThreadBatchRunner(
-    (job) =>
+    (job, control) =>
       new Promise<WorkerJobAnswer>((resolve) => {
         started.push(job.key);
+        log.push(`start ${job.key}`);
+        controls.set(job.key, control);
         const end = () => resolve({ key: job.key, outcome: done });
         if ((job.payload as { instant?: boolean }).instant) end();
         else running.set(job.key, end);
       }),
-    (answers) => sent.push(answers.map((answer) => answer.key)),
+    (answer) => {
+      sent.push(answer.key);
+      // The main thread must not read a job as ended before its answer is on its way.
+      const ended = controls.get(answer.key)!.hasEnded();
+      log.push(ended ? `sent ${answer.key} after it was marked ended` : `sent ${answer.key}`);
+    },
   );
   const batch = (tasks: readonly (string | { task: string; instant: true })[]) => {
     const control = JobControl.buffer(tasks.length);
@@ -36,7 +46,7 @@ function setup() {
     return { jobs, settled, control: (slot: number) => new JobControl(control, slot) };
   };
   const end = (jobKey: number) => running.get(jobKey)!();
-  return { runner, batch, sent, started, end };
+  return { runner, batch, log, sent, started, end };
 }
 
 /** Lets the runner's turn end: answers flushed at the end of a turn are out after this. */
@@ -70,49 +80,28 @@ describe('ThreadBatchRunner', () => {
     end(jobs[2].key);
     await settled;
     expect(started).toEqual([jobs[0].key, jobs[2].key]);
-    expect(sent.flat()).toEqual([jobs[0].key, jobs[2].key]);
+    expect(sent).toEqual([jobs[0].key, jobs[2].key]);
   });
 
-  it('sends the answers of short jobs that end in one turn together', async () => {
-    const { batch, sent } = setup();
-    // The first job of a task is not known to be short: the answers before it go out first.
-    await batch([{ task: 'short', instant: true }]).settled;
-    sent.length = 0;
-    const { jobs, settled } = batch(
-      Array.from({ length: 5 }, () => ({ task: 'short', instant: true as const })),
-    );
-    await settled;
-    expect(sent).toEqual([jobs.map((job) => job.key)]);
-  });
-
-  it('sends the answers waiting before it starts a job whose task is not known to be short', async () => {
-    const { batch, sent, started, end } = setup();
-    await batch([{ task: 'short', instant: true }]).settled;
-    sent.length = 0;
-    const { jobs } = batch([{ task: 'short', instant: true }, 'long']);
-    await nextTurn();
-    // The long job runs, and the short one's answer is already out: it neither waits for the long
-    // one nor is lost if the thread dies under it.
-    expect(started.at(-1)).toBe(jobs[1].key);
-    expect(sent).toEqual([[jobs[0].key]]);
-    end(jobs[1].key);
-  });
-
-  it('judges a task by its last run: after a long one, the answers before it go out first', async () => {
-    const { batch, sent, end } = setup();
-    await batch([{ task: 'z', instant: true }]).settled;
-    await batch([{ task: 'x', instant: true }]).settled;
-    const slow = batch(['x']);
-    await nextTurn();
-    await new Promise((resolve) => setTimeout(resolve, SHORT_TASK_MS * 5));
-    end(slow.jobs[0].key);
-    await slow.settled;
-    sent.length = 0;
-    const { jobs, settled } = batch([
-      { task: 'z', instant: true },
-      { task: 'x', instant: true },
+  it('sends each answer before it starts the next job, then marks the job ended', async () => {
+    const { batch, log, end } = setup();
+    const { jobs, settled, control } = batch([
+      { task: 'short', instant: true },
+      { task: 'short', instant: true },
+      'long',
     ]);
+    await nextTurn();
+    // The long job may hold the thread's CPU: the answers before it are out already.
+    expect(log).toEqual([
+      `start ${jobs[0].key}`,
+      `sent ${jobs[0].key}`,
+      `start ${jobs[1].key}`,
+      `sent ${jobs[1].key}`,
+      `start ${jobs[2].key}`,
+    ]);
+    expect([0, 1, 2].map((slot) => control(slot).hasEnded())).toEqual([true, true, false]);
+    end(jobs[2].key);
     await settled;
-    expect(sent).toEqual([[jobs[0].key], [jobs[1].key]]);
+    expect(control(2).hasEnded()).toBe(true);
   });
 });

@@ -5,12 +5,6 @@ import type { WorkerBatchRequest, WorkerJobAnswer, WorkerJobRequest } from './wo
 export type RunJob = (job: WorkerJobRequest, control: JobControl) => Promise<WorkerJobAnswer>;
 
 /**
- * A job ran this long or less, the last time its task ran on this thread: the answers of the jobs
- * before it may wait for it, to go back in one message with its own.
- */
-export const SHORT_TASK_MS = 1;
-
-/**
  * A batch's count of jobs not yet ended or skipped. This and `Queued` are classes, not object
  * literals, as they live as long as an attempt: see "Memory" in docs/performance.md.
  */
@@ -34,11 +28,13 @@ class Queued {
  * (a thread runs one job at a time, so CPU-bound tasks get a thread each, and a thread's death ends
  * the one job it was running), and skips those the main thread took back before they started.
  *
- * Answers go back together: those of the jobs that ended in one turn of the thread's event loop in
- * one message, so that the runner hears of a batch of short jobs at once and claims their slots
- * again in one claim. An answer waits for the next job only when that job's task was short the
- * last time it ran here (`SHORT_TASK_MS`); before any other job the answers waiting are sent, so a
- * long job neither delays them nor loses them if the thread dies under it.
+ * Each job's answer is sent as soon as the job ended, before the next job starts: the next one may
+ * hold the thread's CPU for as long as its own timeout allows (what worker tasks are for), and an
+ * answer held back behind it would outlive the ended job's timeout, or be lost with the thread. The
+ * answer sent, the job's control slot says it ended (`JobControl.ended`), which the main thread
+ * reads before it times a job out or kills its thread. The runner still gathers the answers it
+ * reads in one turn of its own loop: it claims their slots again, and writes their endings,
+ * together, on the next.
  *
  * A batch settles (its poolifier task answers, after its jobs' answers on the same port) once each
  * of its jobs ended or was skipped.
@@ -46,15 +42,10 @@ class Queued {
 export class ThreadBatchRunner {
   private readonly queue: Queued[] = [];
   private running = false;
-  private answers: WorkerJobAnswer[] = [];
-  private ended: Batch[] = [];
-  private flushScheduled = false;
-  /** How long each task took the last time it ran here, in ms. */
-  private readonly lastRunMs = new Map<string, number>();
 
   constructor(
     private readonly runJob: RunJob,
-    private readonly send: (answers: readonly WorkerJobAnswer[]) => void,
+    private readonly send: (answer: WorkerJobAnswer) => void,
   ) {}
 
   run({ jobs, control }: WorkerBatchRequest): Promise<void> {
@@ -71,38 +62,12 @@ export class ThreadBatchRunner {
     this.running = true;
     for (let next = this.queue.shift(); next; next = this.queue.shift()) {
       const { job, control, batch } = next;
-      if (this.answers.length > 0 && !this.isShort(job.task)) this.flush();
       if (control.claimStart()) {
-        const startedAt = performance.now();
-        this.answers.push(await this.runJob(job, control));
-        this.lastRunMs.set(job.task, performance.now() - startedAt);
+        this.send(await this.runJob(job, control));
+        control.ended();
       }
-      if (--batch.remaining === 0) this.ended.push(batch);
-      this.flushSoon();
+      if (--batch.remaining === 0) batch.done();
     }
     this.running = false;
-  }
-
-  private isShort(task: string): boolean {
-    return (this.lastRunMs.get(task) ?? Infinity) <= SHORT_TASK_MS;
-  }
-
-  /** Sends at the end of this turn, with whatever else ends in it. */
-  private flushSoon(): void {
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    setImmediate(() => {
-      this.flushScheduled = false;
-      this.flush();
-    });
-  }
-
-  private flush(): void {
-    if (this.answers.length > 0) {
-      const answers = this.answers;
-      this.answers = [];
-      this.send(answers);
-    }
-    for (const batch of this.ended.splice(0)) batch.done();
   }
 }

@@ -58,6 +58,14 @@ export class ThreadCall {
     return this.state === 'sent' ? this.control!.startedAt() : undefined;
   }
 
+  /**
+   * Its thread has sent its answer (`JobControl.hasEnded`), which the main thread may not have read
+   * yet: it is past timing out, and its thread must not be killed over it.
+   */
+  hasEnded(): boolean {
+    return this.state === 'sent' && this.control!.hasEnded();
+  }
+
   resolve(outcome: WorkerJobOutcome): void {
     if (this.state === 'settled') return;
     this.state = 'settled';

@@ -28,7 +28,7 @@ import { DESCRIBE_TASKS, RUN_BATCH } from './worker-protocol.js';
 import type {
   WorkerBatchRequest,
   WorkerJobOutcome,
-  WorkerOutcomesMessage,
+  WorkerAnswerMessage,
   WorkerTaskDescriptions,
 } from './worker-protocol.js';
 
@@ -48,8 +48,8 @@ const MISSED_WAKE_CHECK_MS = 1000;
  *
  * The attempts handed over in one turn of the event loop (what a claim brings back) wait here,
  * first come, first served, and go out together at the end of the turn: one message per thread
- * (`planBatches`), whose jobs the thread starts one at a time, in order, and answers together
- * (`ThreadBatchRunner`), so that a round trip to a thread is paid per batch, not per job. A batch
+ * (`planBatches`), whose jobs the thread starts one at a time, in order, answering each as it ends
+ * (`ThreadBatchRunner`), so that the trip to a thread is paid per batch, not per job. A batch
  * goes only to an idle thread, or to one the pool adds: a thread runs one job at a time, and one
  * with a batch in flight would start another batch's jobs only after it. What an idle thread could
  * start while another thread still holds it unstarted, it takes back (`pickSteal`): the control
@@ -57,7 +57,9 @@ const MISSED_WAKE_CHECK_MS = 1000;
  *
  * `taskTimeout` starts when a thread starts the task. A task gets only its data, so `ctx.signal`
  * travels through the job's shared control slots. A thread that dies fails the job it was running;
- * the jobs it held unstarted go back to the queue.
+ * the jobs it held unstarted go back to the queue. A job whose thread has sent its answer (its
+ * control slot says it ended) is past its timeout and never a reason to kill its thread, even while
+ * this thread, busy, has not read that answer yet.
  */
 export class WorkerDispatcher {
   private pool?: ThreadPool;
@@ -113,7 +115,9 @@ export class WorkerDispatcher {
       return await this.answerInTime(call, timeout, controller);
     } catch (err) {
       if (!aborted) throw err;
-      if (await settlesWithin(call.answer, this.options.workerTimeoutGrace * 1000)) {
+      // An ended job's answer is on its way: its thread has moved on, and is not to be killed.
+      const graceMs = this.options.workerTimeoutGrace * 1000;
+      if ((await settlesWithin(call.answer, graceMs)) || call.hasEnded()) {
         // A thread that died in the grace says more about the attempt than its timeout does.
         throw (
           (await call.answer.then(
@@ -318,21 +322,18 @@ export class WorkerDispatcher {
     return taken;
   }
 
-  /** Hears the answers a thread sends on its poolifier port (`WorkerOutcomesMessage`). */
+  /** Hears the answers a thread sends on its poolifier port (`WorkerAnswerMessage`). */
   private listen(port: MessagePort): void {
     if (this.listening.has(port)) return;
     this.listening.add(port);
     port.on('message', (message: { taskId?: unknown; data?: unknown }) => {
       if (message.taskId !== undefined) return;
-      const answers = (message.data as Partial<WorkerOutcomesMessage> | undefined)?.answers;
-      if (!answers) return;
-      for (const answer of answers) {
-        const call = this.sent.get(answer.key);
-        if (!call) continue;
-        this.sent.delete(answer.key);
-        if ('outcome' in answer) call.resolve(answer.outcome);
-        else call.fail(fromThread(answer.error));
-      }
+      const answer = (message.data as Partial<WorkerAnswerMessage> | undefined)?.answer;
+      const call = answer && this.sent.get(answer.key);
+      if (!call) return;
+      this.sent.delete(answer.key);
+      if ('outcome' in answer) call.resolve(answer.outcome);
+      else call.fail(fromThread(answer.error));
     });
   }
 
@@ -373,7 +374,8 @@ export class WorkerDispatcher {
         stopListening();
       };
       const check = () => {
-        if (settled) return;
+        // A job that ended is not timed out: its answer is on its way, and settles this.
+        if (settled || call.hasEnded()) return;
         const left = this.timeLeft(call, timeout);
         if (left > 0) timer = setTimeout(check, left);
         else controller.abort(new JobTimeoutError(timeout));

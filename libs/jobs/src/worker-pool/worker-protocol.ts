@@ -24,7 +24,7 @@ export interface WorkerThreadData {
 }
 
 export interface WorkerJobRequest {
-  /** Names this send of the job in the outcome the thread reports (`WorkerOutcomesMessage`). */
+  /** Names this send of the job in the answer the thread sends (`WorkerAnswerMessage`). */
   readonly key: number;
   /** Its control slots within the batch's `control` buffer (see `JobControl`). */
   readonly slot: number;
@@ -41,7 +41,7 @@ export interface WorkerJobRequest {
  * Jobs handed to one thread in one message, which it starts one at a time, in order. The task
  * call settles once every job of the batch has ended or was taken back: until then poolifier
  * counts the thread busy (so it neither retires it nor counts it idle). Each job's outcome comes
- * back on its own, in a `WorkerOutcomesMessage`, as soon as it ended.
+ * back on its own, in a `WorkerAnswerMessage`, as soon as it ended.
  */
 export interface WorkerBatchRequest {
   readonly jobs: readonly WorkerJobRequest[];
@@ -82,11 +82,11 @@ export type WorkerJobAnswer =
   | { readonly key: number; readonly error: ThreadErrorFields };
 
 /**
- * What a thread sends, on its poolifier message port, once per turn of its event loop in which
- * jobs ended: their answers together, so that jobs that end together are heard of together.
+ * What a thread sends, on its poolifier message port, as soon as a job ended: before it starts the
+ * next job, which may hold its CPU for long (see `ThreadBatchRunner`).
  */
-export interface WorkerOutcomesMessage {
-  readonly answers: readonly WorkerJobAnswer[];
+export interface WorkerAnswerMessage {
+  readonly answer: WorkerJobAnswer;
 }
 
 /** A `ctx.reportProgress` value sent from a thread on `WorkerThreadData.progressChannel`. */

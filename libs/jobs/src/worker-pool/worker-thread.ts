@@ -24,11 +24,11 @@ import type { JobControl } from './job-control.js';
 import { DESCRIBE_TASKS, RUN_BATCH } from './worker-protocol.js';
 import type {
   ThreadErrorFields,
+  WorkerAnswerMessage,
   WorkerBatchRequest,
   WorkerJobAnswer,
   WorkerJobOutcome,
   WorkerJobRequest,
-  WorkerOutcomesMessage,
   WorkerProgressMessage,
   WorkerTaskDescriptions,
   WorkerThreadData,
@@ -114,8 +114,6 @@ async function runJob(request: WorkerJobRequest, control: JobControl): Promise<W
     return { key, outcome: await runTask(request, control, task.handler, task.options.backoff) };
   } catch (err) {
     return { key, error: errorFields(err) };
-  } finally {
-    control.ended();
   }
 }
 
@@ -185,13 +183,13 @@ async function runTask(
 
 /** A poolifier thread that also sends the answers of its jobs, on the port it answers tasks on. */
 class JobsThreadWorker extends ThreadWorker<WorkerBatchRequest | undefined, unknown> {
-  sendAnswers(answers: readonly WorkerJobAnswer[]): void {
-    const message: WorkerOutcomesMessage = { answers };
+  sendAnswer(answer: WorkerJobAnswer): void {
+    const message: WorkerAnswerMessage = { answer };
     this.sendToMainWorker({ data: message });
   }
 }
 
-const batches = new ThreadBatchRunner(runJob, (answers) => worker.sendAnswers(answers));
+const batches = new ThreadBatchRunner(runJob, (answer) => worker.sendAnswer(answer));
 
 // poolifier counts a thread ready, and hands it batches, once its worker below exists: only once the
 // module has booted, so that a thread still booting is not taken for one that can start a job (a
