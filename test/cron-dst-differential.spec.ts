@@ -70,13 +70,14 @@ const EXPRESSIONS = [
         '30 1 * * 0L',
         '0 0 8 3 0',
         '30 1 25-31 * 0',
-        '30 1 * * SAT-SUN',
+        '30 1 * * SAT,SUN',
+        '0 2 * * 5-7',
       ]
     : []),
 ];
 /** Start instants, relative to an offset change. */
 const STARTS = FULL
-  ? Array.from({ length: 73 }, (_, i) => -6 * HOUR + i * (10 * MINUTE + 7_000))
+  ? Array.from({ length: 37 }, (_, i) => -6 * HOUR + i * (20 * MINUTE + 7_000))
   : [-3 * HOUR, -40 * MINUTE + 7_000, 25 * MINUTE];
 const SLOTS = FULL ? 30 : 8;
 const SPAN = { from: Date.UTC(2025, 11, 1), to: Date.UTC(2028, 1, 1) };
