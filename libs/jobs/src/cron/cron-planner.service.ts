@@ -301,14 +301,15 @@ export class CronPlannerService {
     for (const schedule of rows) {
       if (schedule.name === null || schedule.paused) continue;
       let slots: Date[];
+      let missed: Date | null;
       try {
         slots = expandSlots(schedule, now, until, this.options.maxPlannedSlots);
+        missed = this.missedSlot(schedule, now);
       } catch (err) {
         // A row written by hand or by another version of the library: the others still get planned.
         this.logger.warn(`Schedule "${schedule.name}" cannot be expanded: ${toError(err).message}`);
         continue;
       }
-      const missed = this.missedSlot(schedule, now);
       if (missed && schedule.missedSlots === 'runOnce') {
         this.logger.warn(
           `Schedule "${schedule.name}" missed slots; running once for ${missed.toISOString()}.`,

@@ -31,14 +31,14 @@ export type OverlapPolicy = 'allow' | 'skip';
 /**
  * A cron schedule: `JobsModule.forRoot({ schedules })`, `CronPlannerService.setSchedule()`.
  *
- * Time zones and daylight saving (the slots are cron-parser 5's, made independent of when the
- * planner happens to run):
+ * Time zones and daylight saving (README, "Time zones and daylight saving", states the rules):
  * - a wall-clock time that does not exist (spring forward) runs once, shifted forward by the gap:
  *   `30 2 * * *` in `Europe/Berlin` runs at 03:30 CEST on the last Sunday of March;
- * - a wall-clock time that happens twice (fall back) runs once, at its first occurrence, for
- *   expressions with fixed hours: `30 2 * * *` runs at 02:30 CEST, not again at 02:30 CET.
- *   Expressions whose hour field is `*` or a step keep their real-time rhythm: `*\/30 * * * *` runs
- *   at 02:00 and 02:30 in both summer and winter time.
+ * - a wall-clock time that happens twice (fall back) runs once, at its first occurrence:
+ *   `30 2 * * *` runs at 02:30 CEST, not again at 02:30 CET. An hour field that names every hour
+ *   (`*`, `*\/1`) runs by elapsed time: `*\/30 * * * *` runs at 02:00 and 02:30 in both summer
+ *   and winter time. Any other hour field, steps included, names fixed hours;
+ * - `H` (hashed) fields are refused.
  *
  * @publicApi
  */

@@ -1,5 +1,5 @@
-import { cronExpressionParser } from './cron-parser.js';
-import { isFixedOffsetZone } from './time-zones.js';
+import { parseWallClockCron } from './cron-parser.js';
+import { instantsOfWallTime, offsetsAround } from './wall-clock.js';
 
 /** What slot expansion needs of a schedule. */
 export interface SlotSource {
@@ -8,29 +8,12 @@ export interface SlotSource {
 }
 
 /**
- * Near a daylight-saving change cron-parser's answer depends on where iteration starts: started
- * inside a repeated hour it yields the second 02:30 that continuous iteration skipped, and started
- * just after a spring-forward it drops the shifted 03:30 that continuous iteration yields. Two
- * planning rounds a few minutes apart would then disagree, and both slots would run. So within
- * `TRANSITION_WINDOW_MS` of an offset change, iteration starts `ANCHOR_LOOKBACK_MS` earlier (before
- * any repeated or skipped time, the largest shift in use being two hours) and the slots up to
- * `after` are dropped.
- */
-const TRANSITION_WINDOW_MS = 3 * 3600_000;
-const ANCHOR_LOOKBACK_MS = 6 * 3600_000;
-/**
- * cron-parser costs ~80 µs a slot in a time zone: an every-second schedule near a transition would
- * spend seconds skipping to `after`. Past this many skipped slots (only expressions firing every
- * ten seconds or more often get there) iteration restarts at `after`, accepting for them the
- * start-dependence this avoids for everything else.
- */
-const MAX_SKIPPED_SLOTS = 2_000;
-
-/**
  * How a one-off schedule (a `Date` given as its `cron`) is stored: `Date.prototype.toISOString()`.
  * No cron expression has this shape (one field, not an alias), so the two cannot be confused.
  */
 const ONE_OFF_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+/** Cron fields are whole seconds: a wall-clock iteration started this much early misses none. */
+const SECOND_MS = 1000;
 
 /** The instant of a one-off schedule's stored `cron`, or `null` for a cron expression. */
 export function oneOffInstant(cron: string): Date | null {
@@ -38,8 +21,9 @@ export function oneOffInstant(cron: string): Date | null {
 }
 
 /**
- * The first `limit` slots of `source` in `(after, until]`, in order. The answer depends only on the
- * expression, the zone and the interval, not on when it is asked (see `ANCHOR_LOOKBACK_MS`).
+ * The first `limit` slots of `source` in `(after, until]`, in order. The slots are a set of
+ * instants fixed by the expression and the zone (see `slotTimes`): the answer never depends on
+ * when it is asked.
  */
 export function expandSlots(source: SlotSource, after: Date, until: Date, limit: number): Date[] {
   const slots: Date[] = [];
@@ -48,56 +32,67 @@ export function expandSlots(source: SlotSource, after: Date, until: Date, limit:
   if (once) {
     return once.getTime() > after.getTime() && once.getTime() <= until.getTime() ? [once] : [];
   }
-  const start = nearOffsetChange(source.timezone, after)
-    ? new Date(after.getTime() - ANCHOR_LOOKBACK_MS)
-    : after;
-  const iterator = cronExpressionParser().parse(source.cron, {
-    currentDate: start,
-    endDate: until,
-    tz: source.timezone,
-  });
-  let skipped = 0;
-  while (slots.length < limit && iterator.hasNext()) {
-    const slot = iterator.next().toDate();
-    if (slot.getTime() > after.getTime()) {
-      slots.push(slot);
-    } else if (++skipped === MAX_SKIPPED_SLOTS) {
-      iterator.reset(after);
-    }
+  for (const slot of slotTimes(source, after.getTime(), 'forward')) {
+    if (slot > until.getTime() || slots.length === limit) break;
+    slots.push(new Date(slot));
   }
   return slots;
 }
 
-/** The latest slot of `source` at or before `at`, or `null` if there is none within cron-parser's reach. */
+/** The latest slot of `source` at or before `at`: of the same set `expandSlots` lists. */
 export function latestSlotAtOrBefore(source: SlotSource, at: Date): Date | null {
   const once = oneOffInstant(source.cron);
   if (once) return once.getTime() <= at.getTime() ? once : null;
-  const iterator = cronExpressionParser().parse(source.cron, {
-    currentDate: new Date(at.getTime() + 1),
-    tz: source.timezone,
-  });
-  try {
-    return iterator.prev().toDate();
-  } catch {
-    return null;
+  for (const slot of slotTimes(source, at.getTime(), 'backward')) return new Date(slot);
+  return null;
+}
+
+/**
+ * The slots of `source` after `from` in order (`forward`), or at or before it latest first
+ * (`backward`), without end. cron-parser lists the expression's wall-clock times, with no zone
+ * (see `parseWallClockCron`); `instantsOfWallTime` maps each to the instants it runs at.
+ * Near a change of offset that mapping is not monotonic (a time shifted out of a gap lands after
+ * real times read later; a repeated hour's second pass lands after the next hour's first), so
+ * instants wait in `pending` until no wall-clock time still to come can map before them: every
+ * later one maps to its wall-clock time minus one of the offsets near it.
+ */
+function* slotTimes(
+  source: SlotSource,
+  from: number,
+  direction: 'forward' | 'backward',
+): Generator<number, never> {
+  const forward = direction === 'forward';
+  const sign = forward ? 1 : -1;
+  const near = offsetsAround(source.timezone, from);
+  // An instant after `from` is read on a clock past `from` + the smaller offset; one at or before
+  // it, on a clock at or before `from` + the larger.
+  const start = forward
+    ? from + Math.min(...near) - SECOND_MS
+    : from + Math.max(...near) + SECOND_MS;
+  const wallClock = parseWallClockCron(source.cron, new Date(start));
+  const everyHour = wallClock.fields.hour.values.length === 24;
+  const wanted = forward ? (t: number) => t > from : (t: number) => t <= from;
+  const pending: number[] = []; // by `sign * t`, ascending; the next to yield first
+  for (;;) {
+    const wall = (forward ? wallClock.next() : wallClock.prev()).getTime();
+    const offsets = offsetsAround(source.timezone, wall);
+    for (const instant of instantsOfWallTime(source.timezone, wall, offsets, everyHour)) {
+      if (wanted(instant)) insertOnce(pending, instant, sign);
+    }
+    const settled = forward ? wall - Math.max(...offsets) : wall - Math.min(...offsets);
+    while (pending.length > 0 && sign * pending[0] <= sign * settled) {
+      yield pending.shift() as number;
+    }
   }
 }
 
-const offsetFormats = new Map<string, Intl.DateTimeFormat>();
-
-function utcOffset(timezone: string, at: number): string {
-  let format = offsetFormats.get(timezone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-US', { timeZone: timezone, timeZoneName: 'longOffset' });
-    offsetFormats.set(timezone, format);
+function insertOnce(sorted: number[], value: number, sign: number): void {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (sign * sorted[mid] < sign * value) low = mid + 1;
+    else high = mid;
   }
-  return format.formatToParts(at).find((part) => part.type === 'timeZoneName')?.value ?? '';
-}
-
-function nearOffsetChange(timezone: string, at: Date): boolean {
-  if (isFixedOffsetZone(timezone)) return false;
-  const t = at.getTime();
-  return (
-    utcOffset(timezone, t - TRANSITION_WINDOW_MS) !== utcOffset(timezone, t + TRANSITION_WINDOW_MS)
-  );
+  if (sorted[low] !== value) sorted.splice(low, 0, value);
 }

@@ -84,6 +84,21 @@ describe('validateSchedule', () => {
     expect(call).toThrow(JSON.stringify(cron));
   });
 
+  it.each([['H * * * *'], ['0 H(0-5) * * *'], ['H/15 * * * * *'], ['0 9 * * MON-THU,H']])(
+    'refuses the hashed (H) expression %p, which would pick other times on each round (issue 32, defect 4)',
+    (cron) => {
+      const call = () => validateSchedule({ task: 't', cron }, 'dynamic', 60);
+      expect(call).toThrow(InvalidCronExpressionError);
+      expect(call).toThrow('"H" (hashed) fields');
+    },
+  );
+
+  it('still reads THU and MAR as names, not as hashes', () => {
+    expect(validateSchedule({ task: 't', cron: '0 9 * MAR THU' }, 'static', 60).cron).toBe(
+      '0 9 * MAR THU',
+    );
+  });
+
   it.each([['Mars/Olympus'], ['+02:00'], [''], [7]])(
     'refuses the time zone %p, quoting it',
     (timezone) => {

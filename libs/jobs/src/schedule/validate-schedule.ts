@@ -12,7 +12,7 @@ import type {
   OverlapPolicy,
   ScheduleSource,
 } from './cron-schedule.interface.js';
-import { cronExpressionParser } from './cron-parser.js';
+import { hasHashedField, parseWallClockCron } from './cron-parser.js';
 import { oneOffInstant } from './slot-expansion.js';
 import { isKnownTimeZone } from './time-zones.js';
 
@@ -48,8 +48,8 @@ const KNOWN_KEYS = new Set<string>([
 
 /**
  * Every check of a schedule, before anything touches the database. cron-parser alone is not
- * enough: it accepts `""` and four-field expressions, and reads an expression in the process's
- * zone unless told otherwise, so the field count and the zone are checked here.
+ * enough: it accepts `""`, four-field expressions and `H` fields, and knows nothing of the zone
+ * (see `parseWallClockCron`), so the field count, `H` and the zone are checked here.
  * `defaultGrace` is the module's `missedSlotGrace`.
  */
 export function validateSchedule(
@@ -77,7 +77,7 @@ export function validateSchedule(
     throw new InvalidScheduleError(label, 'name', name, `must be ${NAME_RULE}`);
   }
   const timezone = validateTimeZone(name, options.timezone ?? DEFAULT_SCHEDULE_TIMEZONE);
-  const cron = validateCronExpression(name, options.cron, timezone);
+  const cron = validateCronExpression(name, options.cron);
   const missedSlots = options.missedSlots ?? 'skip';
   if (!MISSED_SLOT_POLICIES.includes(missedSlots)) {
     throw new InvalidScheduleError(name, 'missedSlots', missedSlots, 'must be "skip" or "runOnce"');
@@ -108,7 +108,7 @@ function validateTimeZone(schedule: string, timezone: unknown): string {
   return timezone;
 }
 
-function validateCronExpression(schedule: string, expression: unknown, timezone: string): string {
+function validateCronExpression(schedule: string, expression: unknown): string {
   if (expression instanceof Date) {
     const instant = Number.isNaN(expression.getTime()) ? '' : expression.toISOString();
     if (!oneOffInstant(instant)) {
@@ -128,9 +128,16 @@ function validateCronExpression(schedule: string, expression: unknown, timezone:
   if (!alias && fields.length !== 5 && fields.length !== 6) {
     throw new InvalidCronExpressionError(schedule, expression, `but it has ${fields.length}`);
   }
+  if (hasHashedField(cron)) {
+    throw new InvalidCronExpressionError(
+      schedule,
+      expression,
+      'without "H" (hashed) fields, which would pick other times on every planning round: write the minutes and hours out',
+    );
+  }
   try {
     // A first slot proves the expression can fire at all (`0 0 31 2 *` parses field by field).
-    cronExpressionParser().parse(cron, { currentDate: new Date(), tz: timezone }).next();
+    parseWallClockCron(cron, new Date()).next();
   } catch (err) {
     throw new InvalidCronExpressionError(
       schedule,
