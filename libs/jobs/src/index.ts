@@ -106,6 +106,7 @@ export {
   JobSnooze,
   InvalidResultError,
   ResultTooLargeError,
+  EndingNotRecordedError,
   InvalidContextArgumentError,
 } from './errors/jobs.errors.js';
 

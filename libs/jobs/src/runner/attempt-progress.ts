@@ -130,7 +130,7 @@ export class AttemptProgress {
     const value = state.latest;
     const values = [
       job.id,
-      job.attempt,
+      job.claim,
       value,
       this.channel,
       progressNotification(job, this.options.instanceId, value),

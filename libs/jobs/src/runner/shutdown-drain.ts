@@ -48,7 +48,7 @@ export class ShutdownDrain {
         () =>
           this.db.query(this.sql.release, [
             unfinished.map((attempt) => attempt.job.id),
-            unfinished.map((attempt) => attempt.job.attempt),
+            unfinished.map((attempt) => attempt.job.claim),
             `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
           ]),
         () => Date.now() > releaseDeadline,
