@@ -138,7 +138,7 @@ export class AttemptEndings {
       this.db.query<{ retried: boolean }>(this.sql.fail, [
         job.id,
         this.channel,
-        job.claim,
+        job.attempt,
         message,
         this.options.retryBackoff,
         this.options.instanceId,
@@ -146,6 +146,7 @@ export class AttemptEndings {
         retry.delay ?? null,
         retry.giveUp,
         endNotification(job.id, 'failed', message),
+        job.claim,
       ]),
     );
     if (rows.length === 0) return this.reportFenced(attempt, 'failed', writeRetried);
@@ -179,8 +180,9 @@ export class AttemptEndings {
           ? await transaction.query(this.sql.complete, [
               [job.id],
               this.channel,
-              [job.claim],
+              [job.attempt],
               [ending.result],
+              [job.claim],
             ])
           : await transaction.query(this.sql.snooze, this.snoozeValues(attempt, ending));
     } catch (err) {
@@ -214,7 +216,7 @@ export class AttemptEndings {
   }
 
   private snoozeValues({ job }: RunningAttempt, { seconds }: Snoozed): unknown[] {
-    return [job.id, job.claim, seconds, this.options.instanceId];
+    return [job.id, job.attempt, seconds, this.options.instanceId, job.claim];
   }
 
   /**

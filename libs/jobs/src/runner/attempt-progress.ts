@@ -130,10 +130,11 @@ export class AttemptProgress {
     const value = state.latest;
     const values = [
       job.id,
-      job.claim,
+      job.attempt,
       value,
       this.channel,
       progressNotification(job, this.options.instanceId, value),
+      job.claim,
     ];
     state.lastWriteAt = performance.now();
     state.writing = (

@@ -69,8 +69,9 @@ export class CompletionBatcher {
     const rows = await this.db.query<{ id: string }>(this.sql, [
       batch.map((entry) => entry.job.id),
       this.channel,
-      batch.map((entry) => entry.job.claim),
+      batch.map((entry) => entry.job.attempt),
       batch.map((entry) => entry.result),
+      batch.map((entry) => entry.job.claim),
     ]);
     const recorded = new Set(rows.map((row) => row.id));
     for (const entry of batch) entry.resolve(recorded.has(entry.job.id));

@@ -196,7 +196,11 @@ export class JobRunner {
     if (running.length === 0) return;
     const cancelled = await this.db.query<{ id: string; claim: string }>(
       this.sql.cancelledAttempts,
-      [running.map((attempt) => attempt.job.id), running.map((attempt) => attempt.job.claim)],
+      [
+        running.map((attempt) => attempt.job.id),
+        running.map((attempt) => attempt.job.attempt),
+        running.map((attempt) => attempt.job.claim),
+      ],
     );
     for (const { id, claim } of cancelled) this.cancel(id, claim);
   }
@@ -282,8 +286,9 @@ export class JobRunner {
     const requeued = await this.db.query(this.sql.requeueOrphans, [
       this.options.instanceId,
       running.map((job) => job.id),
-      running.map((job) => job.claim),
+      running.map((job) => job.attempt),
       `A claim by instance ${this.options.instanceId} committed but its reply was lost; the job was requeued.`,
+      running.map((job) => job.claim),
     ]);
     this.claimMayHaveOrphaned = false;
     if (requeued.length > 0) {

@@ -13,8 +13,8 @@ export interface ClaimedJob extends AttemptJob {
   readonly queue: string;
   /**
    * The claim's fencing token (a bigint, as text): the "seq" of the queued row it took, which no
-   * other claim of any job ever has. Every write that ends the attempt names it, not the attempt
-   * number, which a snooze reuses.
+   * other claim of any job ever has. Every write that ends the attempt names it with the attempt
+   * number, which alone a snooze reuses.
    */
   readonly claim: string;
 }
@@ -49,11 +49,12 @@ const GROUP_WALK_BOUND = `sign(n)::int * $1::int * ${GROUP_WALK_FACTOR}`;
 
 /**
  * The runner's statements. Each is one round trip, and every write that ends an attempt is fenced
- * by `(id, "claimToken", state = 'active')`: a write for an attempt that is no longer the job's
- * current, active one (a reaper requeued it, shutdown released it, it snoozed and was claimed
- * again, by this instance or another) matches nothing and changes nothing. The token, not the
- * attempt number: a snooze reuses the number, so a repeat of an ending whose answer was lost would
- * match the next claim of the job, even on the same instance.
+ * by `(id, attempt, "claimToken", state = 'active')`: a write for an attempt that is no longer the
+ * job's current, active one (a reaper requeued it, shutdown released it, it snoozed and was claimed
+ * again, by this instance or another) matches nothing and changes nothing. The token because a
+ * snooze reuses the attempt number: a repeat of an ending whose answer was lost would match the
+ * next claim of the job, even on the same instance. The attempt number too because an instance of
+ * a version before migration 12 claims without writing a token, leaving the previous claim's.
  */
 export function runnerSql({ quoted: s }: SchemaName) {
   /**
@@ -350,14 +351,14 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * notification: whoever waits reads it from history; nor does an error (an earlier attempt's,
      * of any length), which keeps the notification a few dozen bytes.
      *
-     * $1 id[] $2 channel $3 claim[] $4 result[]
+     * $1 id[] $2 channel $3 attempt[] $4 result[] $5 claim[]
      */
     complete: preparedStatement(`
       WITH done AS (
         UPDATE ${s}."jobHistory" h
         SET state = 'completed', result = c.result, "completedAt" = now(), "updatedAt" = now()
-        FROM unnest($1::uuid[], $3::bigint[], $4::jsonb[]) AS c(id, claim, result)
-        WHERE h.id = c.id AND h."claimToken" = c.claim AND h.state = 'active'
+        FROM unnest($1::uuid[], $3::int[], $4::jsonb[], $5::bigint[]) AS c(id, attempt, result, claim)
+        WHERE h.id = c.id AND h.attempt = c.attempt AND h."claimToken" = c.claim AND h.state = 'active'
         RETURNING h.id, h.awaited
       )
       SELECT id, (SELECT count(*) FROM (
@@ -374,14 +375,14 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * Only the final failure is worth telling a waiting caller, with $10, built by the caller
      * (`endNotification`: its error cut to fit a notification).
      *
-     * $1 id $2 channel $3 claim $4 error message $5 retryBackoff $6 requeuedBy $7 maxRetryDelay
-     * $8 delay (seconds, NULL: the default backoff) $9 giveUp $10 notification
+     * $1 id $2 channel $3 attempt $4 error message $5 retryBackoff $6 requeuedBy $7 maxRetryDelay
+     * $8 delay (seconds, NULL: the default backoff) $9 giveUp $10 notification $11 claim
      */
     fail: preparedStatement(`
       WITH failed AS (
         UPDATE ${s}."jobHistory"
         SET state = 'failed', "lastErrorMessage" = $4, "completedAt" = now(), "updatedAt" = now()
-        WHERE id = $1 AND "claimToken" = $3 AND state = 'active'
+        WHERE id = $1 AND attempt = $3 AND "claimToken" = $11 AND state = 'active'
         RETURNING *
       ), retried AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
@@ -407,13 +408,13 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * every ending, by its claim: the attempt number is reused, so a repeat of this write (its
      * first answer lost) must not snooze the next claim of the job, whichever instance made it.
      *
-     * $1 id $2 claim $3 seconds $4 requeuedBy
+     * $1 id $2 attempt $3 seconds $4 requeuedBy $5 claim
      */
     snooze: preparedStatement(`
       WITH snoozed AS (
         UPDATE ${s}."jobHistory"
         SET state = 'snoozed', snoozes = snoozes + 1, "completedAt" = now(), "updatedAt" = now()
-        WHERE id = $1 AND "claimToken" = $2 AND state = 'active'
+        WHERE id = $1 AND attempt = $2 AND "claimToken" = $5 AND state = 'active'
         RETURNING *
       )
       INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
@@ -429,12 +430,12 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * carries the value only when small enough for a notification). Fenced: a late write of an
      * attempt that ended changes nothing.
      *
-     * $1 id $2 claim $3 progress $4 channel $5 notification
+     * $1 id $2 attempt $3 progress $4 channel $5 notification $6 claim
      */
     progress: preparedStatement(`
       WITH written AS (
         UPDATE ${s}."jobHistory" SET progress = $3::jsonb
-        WHERE id = $1 AND "claimToken" = $2 AND state = 'active'
+        WHERE id = $1 AND attempt = $2 AND "claimToken" = $6 AND state = 'active'
         RETURNING id
       )
       SELECT id, (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM written) n) AS told
@@ -447,11 +448,11 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * Gives attempts back unconsumed (shutdown): each job is due again at once, with the retries it
      * had, and its history no longer says it is active.
      *
-     * $1 id[] $2 claim[] $3 reason
+     * $1 id[] $2 attempt[] $3 reason $4 claim[]
      */
     release: giveBack(
-      `FROM unnest($1::uuid[], $2::bigint[]) AS r(id, claim)
-       WHERE h.id = r.id AND h."claimToken" = r.claim AND h.state = 'active'`,
+      `FROM unnest($1::uuid[], $2::int[], $4::bigint[]) AS r(id, attempt, claim)
+       WHERE h.id = r.id AND h.attempt = r.attempt AND h."claimToken" = r.claim AND h.state = 'active'`,
       '$3',
     ),
 
@@ -460,13 +461,13 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * running ($2, $3): those of a claim that committed but whose reply never arrived. Earlier
      * lives' attempts are the reaper's (they ran, so they count as attempts).
      *
-     * $1 executedBy $2 running id[] $3 running claim[] $4 reason
+     * $1 executedBy $2 running id[] $3 running attempt[] $4 reason $5 running claim[]
      */
     requeueOrphans: giveBack(
       `WHERE h.state = 'active' AND h."executedBy" = $1
          AND h."startedAt" >= (SELECT "startedAt" FROM ${s}.instances WHERE id = $1)
-         AND NOT EXISTS (SELECT 1 FROM unnest($2::uuid[], $3::bigint[]) AS r(id, claim)
-                         WHERE r.id = h.id AND r.claim = h."claimToken")`,
+         AND NOT EXISTS (SELECT 1 FROM unnest($2::uuid[], $3::int[], $5::bigint[]) AS r(id, attempt, claim)
+                         WHERE r.id = h.id AND r.attempt = h.attempt AND r.claim = h."claimToken")`,
       '$4',
     ),
 
@@ -474,12 +475,12 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * Which of this instance's running attempts ($1, $2) a cancel has ended (`cancelJob` records
      * the ending first, then notifies): the poll's backstop for a notification that was lost.
      *
-     * $1 id[] $2 claim[]
+     * $1 id[] $2 attempt[] $3 claim[]
      */
     cancelledAttempts: `
       SELECT h.id, h."claimToken" AS claim
-      FROM unnest($1::uuid[], $2::bigint[]) AS r(id, claim)
-      JOIN ${s}."jobHistory" h ON h.id = r.id AND h."claimToken" = r.claim
+      FROM unnest($1::uuid[], $2::int[], $3::bigint[]) AS r(id, attempt, claim)
+      JOIN ${s}."jobHistory" h ON h.id = r.id AND h.attempt = r.attempt AND h."claimToken" = r.claim
       WHERE h.state = 'cancelled'`,
   };
 }

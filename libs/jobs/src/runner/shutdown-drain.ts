@@ -48,8 +48,9 @@ export class ShutdownDrain {
         () =>
           this.db.query(this.sql.release, [
             unfinished.map((attempt) => attempt.job.id),
-            unfinished.map((attempt) => attempt.job.claim),
+            unfinished.map((attempt) => attempt.job.attempt),
             `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
+            unfinished.map((attempt) => attempt.job.claim),
           ]),
         () => Date.now() > releaseDeadline,
         this.logger,
