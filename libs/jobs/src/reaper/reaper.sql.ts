@@ -64,6 +64,8 @@ export function reaperSql({ quoted: s }: SchemaName) {
       ), woken AS (
         SELECT pg_notify($4, $5) WHERE EXISTS (SELECT 1 FROM requeued)
       ), told AS (
+        -- The error is the reaper's own message, with an instanceId of at most 200 characters: well
+        -- under the 8000 bytes a notification may take.
         SELECT pg_notify($4, json_build_object('event', 'jobCompleted', 'id', id, 'state', state,
                                                'error', left("lastErrorMessage", 2000))::text)
         FROM stranded WHERE awaited AND attempt > "maxRetries"
