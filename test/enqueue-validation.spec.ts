@@ -89,6 +89,42 @@ const badJobs: [string, AddJobOptions, new (...args: never[]) => JobsError, RegE
     /"priority" must be a 32-bit integer/,
   ],
   [
+    'a NUL character in a payload string',
+    { task: 'record', payload: { note: 'a\u0000b' } },
+    InvalidPayloadError,
+    /\$\.note contains a NUL character/,
+  ],
+  [
+    'a NUL character in a payload key',
+    { task: 'record', payload: { list: [{ 'k\u0000': 1 }] } },
+    InvalidPayloadError,
+    /\$\.list\[0\] has a key that contains a NUL character/,
+  ],
+  [
+    'half an emoji (a lone surrogate) in the payload',
+    { task: 'record', payload: { cut: '\u{1F600}'.slice(0, 1) } },
+    InvalidPayloadError,
+    /\$\.cut contains a lone surrogate/,
+  ],
+  [
+    'a NUL character in uniqueKey',
+    { task: 'record', uniqueKey: 'key\u0000' },
+    InvalidJobOptionsError,
+    /"uniqueKey" contains a NUL character/,
+  ],
+  [
+    'a lone surrogate in groupKey',
+    { task: 'record', groupKey: 'tenant-\ud83d' },
+    InvalidJobOptionsError,
+    /"groupKey" contains a lone surrogate/,
+  ],
+  [
+    'a NUL character in the task name',
+    { task: 'record\u0000' },
+    InvalidJobOptionsError,
+    /"task" contains a NUL character/,
+  ],
+  [
     'an option that does not exist',
     { task: 'record', useWorker: true } as never,
     InvalidJobOptionsError,

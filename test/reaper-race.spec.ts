@@ -111,6 +111,29 @@ it('leaves a job alone that completed while a reaper was waiting to requeue it',
   await db.query('DELETE FROM jobs."jobHistory"');
 });
 
+it('leaves alone a job that snoozed and was claimed again by its instance while a reaper waited', async () => {
+  const ids = await strand(5, 1, 3);
+  // The snooze and the next claim, by the same instance: same attempt number, same instance, a
+  // fresh start; only the claim's token tells the two claims apart.
+  const lock = await holdRows(
+    ids,
+    `UPDATE jobs."jobHistory" SET "claimToken" = coalesce("claimToken", 0) + 1, "startedAt" = now()
+     WHERE id = ANY($1::uuid[])`,
+  );
+  const reaping = apps[0].module.get(ReaperService).reapStaleJobs();
+  await waitFor(
+    'the reaper to wait on the rows',
+    async () => (await reapersWaitingOnLocks()) === 1,
+  );
+  await lock.release();
+
+  expect(await reaping).toBe(0);
+  expect(await db.query('SELECT id FROM jobs.jobs')).toEqual([]);
+  const states = await db.query<{ state: string }>(`SELECT DISTINCT state FROM jobs."jobHistory"`);
+  expect(states).toEqual([{ state: 'active' }]);
+  await db.query('DELETE FROM jobs."jobHistory"');
+});
+
 it('leaves the jobs of a heartbeating instance, and young ones of an unknown instance, to run', async () => {
   // Far older than instanceTimeout, but race-b has heartbeated all along: its registration and an
   // attempt of it, both backdated by a minute.

@@ -107,6 +107,7 @@ export {
   JobSnooze,
   InvalidResultError,
   ResultTooLargeError,
+  EndingNotRecordedError,
   InvalidContextArgumentError,
 } from './errors/jobs.errors.js';
 

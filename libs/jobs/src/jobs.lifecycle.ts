@@ -94,7 +94,7 @@ export class JobsLifecycle
     this.listener.onNotification((notification) => {
       if (notification.event === 'newJob') this.runner.wake('now');
       else if (notification.event === 'cancelJob')
-        this.runner.cancel(notification.id, notification.attempt);
+        this.runner.cancel(notification.id, notification.claim);
       else if (notification.event === 'progress') this.runner.progressHeard(notification);
       else if (notification.event === 'queuePaused')
         this.queues.apply(notification.queue, notification.paused);

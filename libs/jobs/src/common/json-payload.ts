@@ -1,4 +1,5 @@
 import { InvalidPayloadError } from '../errors/jobs.errors.js';
+import { unstorableReason } from './storable-text.js';
 
 /** Makes the error that names the first value that would not survive JSON, and why. */
 export type JsonRefusal = (path: string, reason: string) => Error;
@@ -6,8 +7,9 @@ export type JsonRefusal = (path: string, reason: string) => Error;
 /**
  * `JSON.stringify` quietly drops functions, turns `NaN` into `null` and throws an unhelpful
  * message on cycles and BigInt: a task would then run on data other than what was enqueued (or a
- * caller would read a result other than what the task returned). Refuse instead, with `refuse`'s
- * error naming the path of the first value that would not survive.
+ * caller would read a result other than what the task returned). And a `jsonb` column refuses a
+ * NUL character or a lone surrogate in a string or a key, failing the whole statement it is in.
+ * Refuse instead, with `refuse`'s error naming the path of the first value that would not survive.
  */
 export function serialiseJson(value: unknown, refuse: JsonRefusal): string {
   assertJsonSafe(value, '$', new Set(), refuse);
@@ -26,7 +28,11 @@ function assertJsonSafe(
   refuse: JsonRefusal,
 ): void {
   switch (typeof value) {
-    case 'string':
+    case 'string': {
+      const reason = unstorableReason(value);
+      if (reason) throw refuse(path, reason);
+      return;
+    }
     case 'boolean':
       return;
     case 'number':
@@ -58,7 +64,10 @@ function assertJsonSafe(
       throw refuse(path, `is a ${proto?.constructor?.name ?? 'class'} instance, not plain data`);
     }
     for (const [key, item] of Object.entries(object)) {
-      if (item !== undefined) assertJsonSafe(item, `${path}.${key}`, ancestors, refuse);
+      if (item === undefined) continue;
+      const keyReason = unstorableReason(key);
+      if (keyReason) throw refuse(path, `has a key that ${keyReason}`);
+      assertJsonSafe(item, `${path}.${key}`, ancestors, refuse);
     }
   }
   ancestors.delete(object);

@@ -454,6 +454,30 @@ export class ResultTooLargeError extends JobsError {
   }
 }
 
+/**
+ * PostgreSQL refused to record how an attempt ended, and then refused to record it as failed
+ * (without the task's message) too: the job's history still says `active`, and the reaper requeues
+ * it once its instance is presumed dead or the attempt is older than `staleJobTimeout`. Logged by
+ * the instance that ran the attempt; `cause` is the database's last refusal.
+ *
+ * @publicApi
+ */
+export class EndingNotRecordedError extends JobsError {
+  constructor(
+    readonly jobId: string,
+    readonly task: string,
+    readonly attempt: number,
+    cause: unknown,
+  ) {
+    super(
+      `The end of job ${jobId} (${task}, attempt ${attempt}) could not be recorded, not even as a failure: ` +
+        `${(cause as { message?: unknown } | undefined)?.message ?? String(cause)}. Its history still says ` +
+        'active until the reaper requeues it (instanceTimeout or staleJobTimeout); check the database log.',
+      { cause },
+    );
+  }
+}
+
 /** A task called a `JobContext` method (`reportProgress`, `snooze`) with a value it does not take. */
 export class InvalidContextArgumentError extends JobsError {
   constructor(

@@ -1,3 +1,4 @@
+import { truncateUtf8 } from '../common/storable-text.js';
 import type { SchemaName } from '../database/schema-name.js';
 
 /**
@@ -19,7 +20,8 @@ export type JobsNotification =
        */
       readonly event: 'cancelJob';
       readonly id: string;
-      readonly attempt: number;
+      /** The claim of the attempt (see `ClaimedJob.claim`), as text. */
+      readonly claim: string;
     }
   /** A queue was paused or resumed: every instance applies it to its claims at once. */
   | { readonly event: 'queuePaused'; readonly queue: string; readonly paused: boolean }
@@ -66,6 +68,33 @@ export function progressNotification(
   } satisfies ProgressNotification);
   // The value is JSON already: spliced in, not parsed and serialised again.
   return small ? `${head.slice(0, -1)},"progress":${json}}` : head;
+}
+
+/**
+ * The most bytes of JSON an error takes in a job's end notification: with the rest of it, well
+ * under the 8000 bytes PostgreSQL allows. The full message is in history.
+ */
+export const NOTIFIED_ERROR_BYTES = 4000;
+
+/**
+ * The notification of job `id`'s end, in `state`, with `error` cut (between characters) so that
+ * its JSON, escapes included, takes at most `NOTIFIED_ERROR_BYTES`.
+ */
+export function endNotification(id: string, state: 'failed', error: string): string {
+  let cut = truncateUtf8(error, NOTIFIED_ERROR_BYTES);
+  // Escapes make JSON longer than its text (six bytes for a control character): cut again, in
+  // proportion, until it fits. Each round cuts more, and an empty string fits.
+  for (let json = JSON.stringify(cut); Buffer.byteLength(json) > NOTIFIED_ERROR_BYTES;) {
+    const bytes = Buffer.byteLength(cut);
+    cut = truncateUtf8(cut, Math.floor((bytes * NOTIFIED_ERROR_BYTES) / Buffer.byteLength(json)));
+    json = JSON.stringify(cut);
+  }
+  return JSON.stringify({
+    event: 'jobCompleted',
+    id,
+    state,
+    error: cut,
+  } satisfies JobsNotification);
 }
 
 /** One channel per schema, so two apps sharing a database do not wake each other. */

@@ -45,7 +45,7 @@ export function queueSql({ quoted: s }: SchemaName) {
         UPDATE ${s}."jobHistory"
         SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now()
         WHERE id = ANY(${runningIds}) AND state = 'active'
-        RETURNING id, task, attempt, awaited, queue
+        RETURNING id, task, "claimToken", awaited, queue
       ), cancelled AS (
         SELECT id, task, awaited, queue FROM dequeued
         UNION ALL SELECT id, task, awaited, queue FROM stopped
@@ -53,7 +53,7 @@ export function queueSql({ quoted: s }: SchemaName) {
         SELECT pg_notify(${channel}, json_build_object('event', 'jobCompleted', 'id', id, 'state', 'cancelled')::text)
         FROM cancelled WHERE awaited
         UNION ALL
-        SELECT pg_notify(${channel}, json_build_object('event', 'cancelJob', 'id', id, 'attempt', attempt)::text)
+        SELECT pg_notify(${channel}, json_build_object('event', 'cancelJob', 'id', id, 'claim', "claimToken"::text)::text)
         FROM stopped
       )`;
 

@@ -2,6 +2,7 @@ import { assertOptionsObject } from '../common/assert-options-object.js';
 import { newJobId } from '../common/job-id.js';
 import { serialisePayload } from '../common/json-payload.js';
 import { INT4_MAX } from '../common/option-checks.js';
+import { unstorableReason } from '../common/storable-text.js';
 import { InvalidJobOptionsError, UnknownTaskError } from '../errors/jobs.errors.js';
 import { DEFAULT_QUEUE } from '../options/defaults.js';
 import type { AddJobOptions } from './add-job-options.interface.js';
@@ -61,6 +62,7 @@ export function validateJob(options: AddJobOptions, defaults: JobDefaults): Vali
   if (typeof task !== 'string' || task.length === 0) {
     throw new InvalidJobOptionsError('task', task, 'must be a non-empty string');
   }
+  assertStorable('task', task);
   if (!defaults.allowUnknownTasks && !defaults.isKnownTask(task)) {
     throw new UnknownTaskError(task, defaults.knownTasks());
   }
@@ -83,6 +85,7 @@ export function validateJob(options: AddJobOptions, defaults: JobDefaults): Vali
   if (uniqueKey !== undefined && (typeof uniqueKey !== 'string' || uniqueKey.length === 0)) {
     throw new InvalidJobOptionsError('uniqueKey', uniqueKey, 'must be a non-empty string');
   }
+  if (uniqueKey !== undefined) assertStorable('uniqueKey', uniqueKey);
   const { groupKey } = options;
   if (
     groupKey !== undefined &&
@@ -94,6 +97,7 @@ export function validateJob(options: AddJobOptions, defaults: JobDefaults): Vali
       `must be a non-empty string of at most ${MAX_GROUP_KEY} characters`,
     );
   }
+  if (groupKey !== undefined) assertStorable('groupKey', groupKey);
   for (const flag of ['isScheduled', 'notify', 'promise'] as const) {
     if (options[flag] !== undefined && typeof options[flag] !== 'boolean') {
       throw new InvalidJobOptionsError(flag, options[flag], 'must be a boolean');
@@ -112,4 +116,13 @@ export function validateJob(options: AddJobOptions, defaults: JobDefaults): Vali
     queue: defaults.taskQueue(task) ?? DEFAULT_QUEUE,
     groupKey: groupKey ?? null,
   };
+}
+
+/**
+ * A string option PostgreSQL would refuse (a `DatabaseError` for the caller) or silently change (a
+ * lone surrogate becomes U+FFFD, so two keys could become one) is refused here, by name.
+ */
+function assertStorable(option: string, value: string): void {
+  const reason = unstorableReason(value);
+  if (reason) throw new InvalidJobOptionsError(option, value, `${reason}: use another string`);
 }

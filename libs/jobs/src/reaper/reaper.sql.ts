@@ -30,7 +30,7 @@ export function reaperSql({ quoted: s }: SchemaName) {
      */
     reap: `
       WITH candidates AS (
-        SELECT h.id, h.attempt, h."executedBy", coalesce(i."instanceTimeout", $1) AS timeout,
+        SELECT h.id, h.attempt, h."claimToken", h."executedBy", coalesce(i."instanceTimeout", $1) AS timeout,
           CASE WHEN h."startedAt" < ${olderThan('$2')} THEN 'stale'
                WHEN h."startedAt" < i."startedAt" THEN 'restarted'
                ELSE 'silent' END AS reason
@@ -47,7 +47,11 @@ export function reaperSql({ quoted: s }: SchemaName) {
                                                WHEN 'restarted' THEN format($8, h."executedBy")
                                                ELSE format($9, h."executedBy", c.timeout) END
         FROM candidates c
+        -- The claim the candidate was: after a snooze the same instance may claim the job again, with
+        -- the same attempt number, while this statement waits on the row. NULL: claimed before
+        -- migration 12.
         WHERE h.id = c.id AND h.state = 'active' AND h.attempt = c.attempt
+          AND h."claimToken" IS NOT DISTINCT FROM c."claimToken"
           AND h."executedBy" IS NOT DISTINCT FROM c."executedBy"
         RETURNING h.*, c.reason
       ), requeued AS (
@@ -60,6 +64,8 @@ export function reaperSql({ quoted: s }: SchemaName) {
       ), woken AS (
         SELECT pg_notify($4, $5) WHERE EXISTS (SELECT 1 FROM requeued)
       ), told AS (
+        -- The error is the reaper's own message, with an instanceId of at most 200 characters: well
+        -- under the 8000 bytes a notification may take.
         SELECT pg_notify($4, json_build_object('event', 'jobCompleted', 'id', id, 'state', state,
                                                'error', left("lastErrorMessage", 2000))::text)
         FROM stranded WHERE awaited AND attempt > "maxRetries"

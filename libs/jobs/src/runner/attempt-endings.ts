@@ -1,7 +1,11 @@
 import type { Logger } from '@nestjs/common';
 import type { AttemptEnding } from '../attempt/attempt-ending.js';
 import { toError } from '../common/errors.js';
+import { storableText } from '../common/storable-text.js';
+import { isConnectionError } from '../database/connection-errors.js';
 import type { JobsDatabase } from '../database/jobs-database.js';
+import { EndingNotRecordedError } from '../errors/jobs.errors.js';
+import { endNotification } from '../notify/notification-protocol.js';
 import type { LifecycleEmitter } from '../events/lifecycle-emitter.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { CompletionWaiters } from '../queue/completion-waiters.js';
@@ -24,6 +28,11 @@ type Failed = Extract<AttemptEnding, { outcome: 'failed' }>;
  *
  * A `transactional` task's completion or snooze is written in its transaction, which commits only
  * if the write took: a fenced write rolls the task's own writes back with it.
+ *
+ * No write error leaves a job `active` under a live instance: an ending PostgreSQL refuses (not a
+ * lost connection, which is retried) is recorded as a failure saying why, and a failure it refuses
+ * is recorded without the task's message; only if that is refused too does the attempt stay
+ * active (`EndingNotRecordedError`), for the reaper.
  */
 export class AttemptEndings {
   private readonly completions: CompletionBatcher;
@@ -40,8 +49,53 @@ export class AttemptEndings {
     this.completions = new CompletionBatcher(db, sql.complete, channel);
   }
 
-  /** Writes `ending`, in `transaction` when the task had one (never a failed ending's). */
-  record(
+  /**
+   * Writes `ending`, in `transaction` when the task had one (never a failed ending's). Throws
+   * `EndingNotRecordedError` when nothing of it could be recorded, or the connection error that
+   * outlived the attempt (released at shutdown).
+   */
+  async record(
+    attempt: RunningAttempt,
+    ending: AttemptEnding,
+    transaction?: TaskTransaction,
+  ): Promise<void> {
+    try {
+      await this.recordAsEnded(attempt, ending, transaction);
+    } catch (err) {
+      if (isConnectionError(err)) throw err;
+      await this.recordRefused(attempt, ending, err);
+    }
+  }
+
+  /**
+   * PostgreSQL refused the write of `ending` (with `err`): the attempt fails, saying why. A refused
+   * failure is recorded again with a message of the library's own, keeping the task's retry.
+   */
+  private async recordRefused(
+    attempt: RunningAttempt,
+    ending: AttemptEnding,
+    err: unknown,
+  ): Promise<void> {
+    const { job } = attempt;
+    const why = storableText(toError(err).message);
+    const what = { completed: 'completion', snoozed: 'snooze', failed: 'failure' }[ending.outcome];
+    this.logger.warn(
+      `The database refused the ${what} of job ${job.id} (${job.task}, attempt ${job.attempt}): ${why}; ` +
+        'recording the attempt as failed instead.',
+    );
+    const error = new Error(`The ${what} of the attempt could not be recorded: ${why}`, {
+      cause: err,
+    });
+    const retry = ending.outcome === 'failed' ? ending.retry : { giveUp: false };
+    try {
+      await this.failed(attempt, { outcome: 'failed', error, retry });
+    } catch (last) {
+      if (isConnectionError(last)) throw last;
+      throw new EndingNotRecordedError(job.id, job.task, job.attempt, last);
+    }
+  }
+
+  private recordAsEnded(
     attempt: RunningAttempt,
     ending: AttemptEnding,
     transaction?: TaskTransaction,
@@ -78,17 +132,21 @@ export class AttemptEndings {
 
   private async failed(attempt: RunningAttempt, { error, retry }: Failed): Promise<void> {
     const { job } = attempt;
+    // A text column refuses NUL: the message is kept, with what it cannot hold replaced.
+    const message = storableText(error.message);
     const { value: rows, retried: writeRetried } = await this.write(attempt, 'the failure', () =>
       this.db.query<{ retried: boolean }>(this.sql.fail, [
         job.id,
         this.channel,
         job.attempt,
-        error.message,
+        message,
         this.options.retryBackoff,
         this.options.instanceId,
         this.options.maxRetryDelay,
         retry.delay ?? null,
         retry.giveUp,
+        endNotification(job.id, 'failed', message),
+        job.claim,
       ]),
     );
     if (rows.length === 0) return this.reportFenced(attempt, 'failed', writeRetried);
@@ -96,10 +154,10 @@ export class AttemptEndings {
     const gaveUp = retry.giveUp && job.attempt <= job.maxRetries;
     this.events.failed(job, error, retried, gaveUp);
     this.logger.warn(
-      `Job ${job.id} (${job.task}) failed on attempt ${job.attempt}: ${error.message}` +
+      `Job ${job.id} (${job.task}) failed on attempt ${job.attempt}: ${message}` +
         (retried ? '; retrying.' : gaveUp ? '; the task gave up.' : '; no retries left.'),
     );
-    if (!retried) this.waiters.settle({ id: job.id, state: 'failed', error: error.message });
+    if (!retried) this.waiters.settle({ id: job.id, state: 'failed', error: message });
   }
 
   /**
@@ -124,6 +182,7 @@ export class AttemptEndings {
               this.channel,
               [job.attempt],
               [ending.result],
+              [job.claim],
             ])
           : await transaction.query(this.sql.snooze, this.snoozeValues(attempt, ending));
     } catch (err) {
@@ -157,7 +216,7 @@ export class AttemptEndings {
   }
 
   private snoozeValues({ job }: RunningAttempt, { seconds }: Snoozed): unknown[] {
-    return [job.id, job.attempt, seconds, this.options.instanceId];
+    return [job.id, job.attempt, seconds, this.options.instanceId, job.claim];
   }
 
   /**

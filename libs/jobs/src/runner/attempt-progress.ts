@@ -134,6 +134,7 @@ export class AttemptProgress {
       value,
       this.channel,
       progressNotification(job, this.options.instanceId, value),
+      job.claim,
     ];
     state.lastWriteAt = performance.now();
     state.writing = (

@@ -1,3 +1,4 @@
+import { isConnectionError } from '../database/connection-errors.js';
 import type { JobsDatabase } from '../database/jobs-database.js';
 import type { PreparedStatement } from '../database/prepared-statement.js';
 import type { ClaimedJob } from './runner.sql.js';
@@ -19,6 +20,10 @@ class PendingCompletion {
  * many jobs: without it a drain of no-op jobs spends its time waiting on a commit per job.
  *
  * At most one write is in flight, so the batch grows exactly as fast as the database is slow.
+ *
+ * One completion PostgreSQL refuses fails the whole statement: a batch refused for anything but a
+ * lost connection is written again entry by entry, so that the refusal stays with its own entry
+ * and the others are recorded.
  */
 export class CompletionBatcher {
   private pending: PendingCompletion[] = [];
@@ -47,18 +52,28 @@ export class CompletionBatcher {
       // Sorted, so that two statements locking some of the same rows lock them in the same order.
       const batch = this.pending.splice(0).sort((a, b) => (a.job.id < b.job.id ? -1 : 1));
       try {
-        const rows = await this.db.query<{ id: string }>(this.sql, [
-          batch.map((entry) => entry.job.id),
-          this.channel,
-          batch.map((entry) => entry.job.attempt),
-          batch.map((entry) => entry.result),
-        ]);
-        const recorded = new Set(rows.map((row) => row.id));
-        for (const entry of batch) entry.resolve(recorded.has(entry.job.id));
+        await this.write(batch);
       } catch (err) {
-        for (const entry of batch) entry.reject(err);
+        if (batch.length === 1 || isConnectionError(err)) {
+          for (const entry of batch) entry.reject(err);
+          continue;
+        }
+        for (const entry of batch) await this.write([entry]).catch(entry.reject);
       }
     }
     this.flushing = false;
+  }
+
+  /** Writes `batch` in one statement and resolves its entries; throws what the database refused. */
+  private async write(batch: readonly PendingCompletion[]): Promise<void> {
+    const rows = await this.db.query<{ id: string }>(this.sql, [
+      batch.map((entry) => entry.job.id),
+      this.channel,
+      batch.map((entry) => entry.job.attempt),
+      batch.map((entry) => entry.result),
+      batch.map((entry) => entry.job.claim),
+    ]);
+    const recorded = new Set(rows.map((row) => row.id));
+    for (const entry of batch) entry.resolve(recorded.has(entry.job.id));
   }
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { toError } from '../common/errors.js';
 import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
-import { JobCancelledError } from '../errors/jobs.errors.js';
+import { EndingNotRecordedError, JobCancelledError } from '../errors/jobs.errors.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
 import type { SkipReason } from '../events/job-lifecycle-event.interface.js';
@@ -174,14 +174,14 @@ export class JobRunner {
   }
 
   /**
-   * Aborts attempt `attempt` of job `id` if it runs here, with a `JobCancelledError`: a cancel has
+   * Aborts the attempt of claim `claim` of job `id` if it runs here, with a `JobCancelledError`: a cancel has
    * ended it in the database already (`cancelJob`), so the attempt writes no ending of its own,
    * whatever its task then does. An attempt whose outcome is known is past aborting: its write is
    * fenced out by the cancel's. A task that ignores its signal keeps its slot until it settles, as
    * on a timeout.
    */
-  cancel(id: string, attempt: number): void {
-    const running = this.running.find(id, attempt);
+  cancel(id: string, claim: string): void {
+    const running = this.running.find(id, claim);
     if (!running || running.ended) return;
     running.cancelled = true;
     running.controller.abort(new JobCancelledError(id));
@@ -194,11 +194,15 @@ export class JobRunner {
   async abortCancelled(): Promise<void> {
     const running = [...this.running.values()].filter((attempt) => !attempt.ended);
     if (running.length === 0) return;
-    const cancelled = await this.db.query<{ id: string; attempt: number }>(
+    const cancelled = await this.db.query<{ id: string; claim: string }>(
       this.sql.cancelledAttempts,
-      [running.map((attempt) => attempt.job.id), running.map((attempt) => attempt.job.attempt)],
+      [
+        running.map((attempt) => attempt.job.id),
+        running.map((attempt) => attempt.job.attempt),
+        running.map((attempt) => attempt.job.claim),
+      ],
     );
-    for (const { id, attempt } of cancelled) this.cancel(id, attempt);
+    for (const { id, claim } of cancelled) this.cancel(id, claim);
   }
 
   /**
@@ -284,6 +288,7 @@ export class JobRunner {
       running.map((job) => job.id),
       running.map((job) => job.attempt),
       `A claim by instance ${this.options.instanceId} committed but its reply was lost; the job was requeued.`,
+      running.map((job) => job.claim),
     ]);
     this.claimMayHaveOrphaned = false;
     if (requeued.length > 0) {
@@ -350,11 +355,15 @@ export class JobRunner {
       if (attempt.progress) await this.progress.flush(attempt, transaction);
       await this.endings.record(attempt, ending, transaction);
     } catch (err) {
-      // The database refused to hear how the attempt went; the history row still says active,
-      // which is what the reaper looks for.
-      this.logger.warn(
-        `Could not record the end of job ${job.id} (${job.task}): ${toError(err).message}`,
-      );
+      // Nothing of the ending could be written (the database unreachable until shutdown released
+      // the attempt, or it refused even a failure): the history row still says active, which is
+      // what the reaper looks for.
+      if (err instanceof EndingNotRecordedError) this.logger.error(err.message);
+      else {
+        this.logger.warn(
+          `Could not record the end of job ${job.id} (${job.task}): ${toError(err).message}`,
+        );
+      }
     }
   }
 }

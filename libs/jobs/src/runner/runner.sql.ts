@@ -11,6 +11,12 @@ export interface ClaimedJob extends AttemptJob {
   readonly traceContext: TraceCarrier | null;
   /** Its task's queue on this instance, which the claim recorded in history. */
   readonly queue: string;
+  /**
+   * The claim's fencing token (a bigint, as text): the "seq" of the queued row it took, which no
+   * other claim of any job ever has. Every write that ends the attempt names it with the attempt
+   * number, which alone a snooze reuses.
+   */
+  readonly claim: string;
 }
 
 /** A row of the claim: a claimed job, or a cron job the claim took out of the queue as skipped. */
@@ -43,8 +49,12 @@ const GROUP_WALK_BOUND = `sign(n)::int * $1::int * ${GROUP_WALK_FACTOR}`;
 
 /**
  * The runner's statements. Each is one round trip, and every write that ends an attempt is fenced
- * by `(id, attempt, state = 'active')`: a write for an attempt that is no longer the job's current,
- * active one (a reaper requeued it, shutdown released it) matches nothing and changes nothing.
+ * by `(id, attempt, "claimToken", state = 'active')`: a write for an attempt that is no longer the
+ * job's current, active one (a reaper requeued it, shutdown released it, it snoozed and was claimed
+ * again, by this instance or another) matches nothing and changes nothing. The token because a
+ * snooze reuses the attempt number: a repeat of an ending whose answer was lost would match the
+ * next claim of the job, even on the same instance. The attempt number too because an instance of
+ * a version before migration 12 claims without writing a token, leaving the previous claim's.
  */
 export function runnerSql({ quoted: s }: SchemaName) {
   /**
@@ -147,7 +157,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
         INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
                                              "wasScheduled", awaited, "executedBy", "lastErrorMessage",
                                              "createdAt", "startedAt", "completedAt", "traceContext",
-                                             queue, "groupKey")
+                                             queue, "groupKey", "claimToken")
         -- A skipped job never started: its attempt stays at the retries it had (0), and it ends now.
         SELECT id, task, CASE WHEN skipped THEN 'skipped' ELSE 'active' END, payload, priority,
                retries + CASE WHEN skipped THEN 0 ELSE 1 END, "maxRetries", "isScheduled", awaited, $2,
@@ -159,19 +169,23 @@ export function runnerSql({ quoted: s }: SchemaName) {
                    || '" had a run active or a later slot due (overlap: ''skip'').'
                END,
                "createdAt", CASE WHEN skipped THEN NULL ELSE ${at} END, CASE WHEN skipped THEN ${at} END,
-               "traceContext", ${queue}, "groupKey"
+               "traceContext", ${queue}, "groupKey", seq
         FROM claimed c, LATERAL (SELECT c."skipReason" IS NOT NULL AS skipped) k
         ON CONFLICT (id) DO UPDATE SET
           state = EXCLUDED.state, attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
           "executedBy" = EXCLUDED."executedBy", "startedAt" = EXCLUDED."startedAt",
           "completedAt" = EXCLUDED."completedAt",
           "lastErrorMessage" = COALESCE(EXCLUDED."lastErrorMessage", h."lastErrorMessage"),
-          queue = EXCLUDED.queue, "groupKey" = EXCLUDED."groupKey", "updatedAt" = now()
+          queue = EXCLUDED.queue, "groupKey" = EXCLUDED."groupKey",
+          "claimToken" = EXCLUDED."claimToken",
+          -- Someone may have started awaiting the job while it was queued again (retried, snoozed,
+          -- requeued): its end is then worth a notification.
+          awaited = h.awaited OR EXCLUDED.awaited, "updatedAt" = now()
       )`;
   /** What a claim returns of each claimed job `c` (see `ClaimRow`). */
   const claimedColumns = (queue: string) =>
     `c.id, c.task, c.payload, c.priority, c.retries + 1 AS attempt, c."maxRetries", c."traceContext",
-     c."skipReason" IS NOT NULL AS skipped, c."skipReason", ${queue} AS queue`;
+     c."skipReason" IS NOT NULL AS skipped, c."skipReason", ${queue} AS queue, c.seq AS claim`;
   /**
    * A limited queue's claim (see `claimLimited`) around `pick`, with the CTEs `walk` it reads, the
    * `cut` it reports, and whether a group's limit held it back (`groupBound`).
@@ -221,9 +235,6 @@ export function runnerSql({ quoted: s }: SchemaName) {
       FROM allowance a LEFT JOIN claimed c ON true
       ORDER BY c.priority DESC, c."waitUntil", c.seq`;
   };
-  const notifyEnd = (row: string) =>
-    `pg_notify($2, json_build_object('event', 'jobCompleted', 'id', ${row}.id, 'state', ${row}.state,
-                                     'error', left(${row}."lastErrorMessage", 2000))::text)`;
   return {
     /**
      * Claims up to $1 due jobs of the tasks $3 and records them active, atomically: one statement
@@ -337,19 +348,23 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * not statements, are what a busy queue waits on), each with its result: JSON text, or NULL
      * for a task that returned nothing (most: no JSON work, a NULL in the array). Returns the ids
      * that were still active; the others were fenced out. A result never travels in the
-     * notification: whoever waits reads it from history.
+     * notification: whoever waits reads it from history; nor does an error (an earlier attempt's,
+     * of any length), which keeps the notification a few dozen bytes.
      *
-     * $1 id[] $2 channel $3 attempt[] $4 result[]
+     * $1 id[] $2 channel $3 attempt[] $4 result[] $5 claim[]
      */
     complete: preparedStatement(`
       WITH done AS (
         UPDATE ${s}."jobHistory" h
         SET state = 'completed', result = c.result, "completedAt" = now(), "updatedAt" = now()
-        FROM unnest($1::uuid[], $3::int[], $4::jsonb[]) AS c(id, attempt, result)
-        WHERE h.id = c.id AND h.attempt = c.attempt AND h.state = 'active'
-        RETURNING h.id, h.state, h."lastErrorMessage", h.awaited
+        FROM unnest($1::uuid[], $3::int[], $4::jsonb[], $5::bigint[]) AS c(id, attempt, result, claim)
+        WHERE h.id = c.id AND h.attempt = c.attempt AND h."claimToken" = c.claim AND h.state = 'active'
+        RETURNING h.id, h.awaited
       )
-      SELECT id, (SELECT count(*) FROM (SELECT ${notifyEnd('done')} FROM done WHERE awaited) n) AS told
+      SELECT id, (SELECT count(*) FROM (
+               SELECT pg_notify($2, json_build_object('event', 'jobCompleted', 'id', id,
+                                                      'state', 'completed')::text)
+               FROM done WHERE awaited) n) AS told
       FROM done`),
 
     /**
@@ -357,16 +372,17 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * the job back after the task's own delay ($8, from its `backoff`) or the default backoff:
      * `2^(attempt-1) * $5` seconds, at most $7. The exponent is capped before the power is taken:
      * with many retries the power alone overflows, and the failure could not be written at all.
-     * Only the final failure is worth telling a waiting caller.
+     * Only the final failure is worth telling a waiting caller, with $10, built by the caller
+     * (`endNotification`: its error cut to fit a notification).
      *
      * $1 id $2 channel $3 attempt $4 error message $5 retryBackoff $6 requeuedBy $7 maxRetryDelay
-     * $8 delay (seconds, NULL: the default backoff) $9 giveUp
+     * $8 delay (seconds, NULL: the default backoff) $9 giveUp $10 notification $11 claim
      */
     fail: preparedStatement(`
       WITH failed AS (
         UPDATE ${s}."jobHistory"
         SET state = 'failed', "lastErrorMessage" = $4, "completedAt" = now(), "updatedAt" = now()
-        WHERE id = $1 AND attempt = $3 AND state = 'active'
+        WHERE id = $1 AND attempt = $3 AND "claimToken" = $11 AND state = 'active'
         RETURNING *
       ), retried AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
@@ -380,7 +396,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
         RETURNING id
       )
       SELECT id, (SELECT count(*) FROM retried) > 0 AS retried,
-             (SELECT count(*) FROM (SELECT ${notifyEnd('failed')} FROM failed
+             (SELECT count(*) FROM (SELECT pg_notify($2, $10) FROM failed
                                     WHERE awaited AND NOT EXISTS (SELECT 1 FROM retried)) n) AS told
       FROM failed`),
 
@@ -388,17 +404,17 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * Ends an attempt whose task asked to run later (`ctx.snooze`): history says `snoozed` (with
      * "completedAt", as every write that ends an attempt sets it: the dashboard counts the jobs
      * waiting out a snooze through job_history_state_ended_at) and the job is queued again, due in
-     * $3 seconds, with the retries it had, so the next attempt has the same number. Fenced like every ending, and to the instance that ran it ($4): the attempt
-     * number is reused, so a repeat of this write (its first answer lost) must not snooze an
-     * attempt another instance has claimed since.
+     * $3 seconds, with the retries it had, so the next attempt has the same number. Fenced like
+     * every ending, by its claim: the attempt number is reused, so a repeat of this write (its
+     * first answer lost) must not snooze the next claim of the job, whichever instance made it.
      *
-     * $1 id $2 attempt $3 seconds $4 executedBy (and requeuedBy)
+     * $1 id $2 attempt $3 seconds $4 requeuedBy $5 claim
      */
     snooze: preparedStatement(`
       WITH snoozed AS (
         UPDATE ${s}."jobHistory"
         SET state = 'snoozed', snoozes = snoozes + 1, "completedAt" = now(), "updatedAt" = now()
-        WHERE id = $1 AND attempt = $2 AND state = 'active' AND "executedBy" = $4
+        WHERE id = $1 AND attempt = $2 AND "claimToken" = $5 AND state = 'active'
         RETURNING *
       )
       INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
@@ -414,12 +430,12 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * carries the value only when small enough for a notification). Fenced: a late write of an
      * attempt that ended changes nothing.
      *
-     * $1 id $2 attempt $3 progress $4 channel $5 notification
+     * $1 id $2 attempt $3 progress $4 channel $5 notification $6 claim
      */
     progress: preparedStatement(`
       WITH written AS (
         UPDATE ${s}."jobHistory" SET progress = $3::jsonb
-        WHERE id = $1 AND attempt = $2 AND state = 'active'
+        WHERE id = $1 AND attempt = $2 AND "claimToken" = $6 AND state = 'active'
         RETURNING id
       )
       SELECT id, (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM written) n) AS told
@@ -432,11 +448,11 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * Gives attempts back unconsumed (shutdown): each job is due again at once, with the retries it
      * had, and its history no longer says it is active.
      *
-     * $1 id[] $2 attempt[] $3 reason
+     * $1 id[] $2 attempt[] $3 reason $4 claim[]
      */
     release: giveBack(
-      `FROM unnest($1::uuid[], $2::int[]) AS r(id, attempt)
-       WHERE h.id = r.id AND h.attempt = r.attempt AND h.state = 'active'`,
+      `FROM unnest($1::uuid[], $2::int[], $4::bigint[]) AS r(id, attempt, claim)
+       WHERE h.id = r.id AND h.attempt = r.attempt AND h."claimToken" = r.claim AND h.state = 'active'`,
       '$3',
     ),
 
@@ -445,13 +461,13 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * running ($2, $3): those of a claim that committed but whose reply never arrived. Earlier
      * lives' attempts are the reaper's (they ran, so they count as attempts).
      *
-     * $1 executedBy $2 running id[] $3 running attempt[] $4 reason
+     * $1 executedBy $2 running id[] $3 running attempt[] $4 reason $5 running claim[]
      */
     requeueOrphans: giveBack(
       `WHERE h.state = 'active' AND h."executedBy" = $1
          AND h."startedAt" >= (SELECT "startedAt" FROM ${s}.instances WHERE id = $1)
-         AND NOT EXISTS (SELECT 1 FROM unnest($2::uuid[], $3::int[]) AS r(id, attempt)
-                         WHERE r.id = h.id AND r.attempt = h.attempt)`,
+         AND NOT EXISTS (SELECT 1 FROM unnest($2::uuid[], $3::int[], $5::bigint[]) AS r(id, attempt, claim)
+                         WHERE r.id = h.id AND r.attempt = h.attempt AND r.claim = h."claimToken")`,
       '$4',
     ),
 
@@ -459,12 +475,12 @@ export function runnerSql({ quoted: s }: SchemaName) {
      * Which of this instance's running attempts ($1, $2) a cancel has ended (`cancelJob` records
      * the ending first, then notifies): the poll's backstop for a notification that was lost.
      *
-     * $1 id[] $2 attempt[]
+     * $1 id[] $2 attempt[] $3 claim[]
      */
     cancelledAttempts: `
-      SELECT h.id, h.attempt
-      FROM unnest($1::uuid[], $2::int[]) AS r(id, attempt)
-      JOIN ${s}."jobHistory" h ON h.id = r.id AND h.attempt = r.attempt
+      SELECT h.id, h."claimToken" AS claim
+      FROM unnest($1::uuid[], $2::int[], $3::bigint[]) AS r(id, attempt, claim)
+      JOIN ${s}."jobHistory" h ON h.id = r.id AND h.attempt = r.attempt AND h."claimToken" = r.claim
       WHERE h.state = 'cancelled'`,
   };
 }

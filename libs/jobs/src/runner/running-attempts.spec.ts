@@ -1,6 +1,7 @@
 import { RunningAttempt, RunningAttempts } from './running-attempts.js';
 
-const attemptOf = (id: string, attempt: number) =>
+/** Claim tokens are unique per claim; here, a snooze's next claim reuses attempt 1 under claim 12. */
+const attemptOf = (id: string, attempt: number, claim: string) =>
   new RunningAttempt({
     id,
     task: 't',
@@ -10,32 +11,33 @@ const attemptOf = (id: string, attempt: number) =>
     maxRetries: 3,
     priority: 0,
     traceContext: null,
+    claim,
   });
 
 describe('RunningAttempts', () => {
-  it('finds an attempt by job id and attempt number, and no other', () => {
+  it('finds an attempt by job id and claim, and no other', () => {
     const running = new RunningAttempts();
-    const first = attemptOf('a', 1);
+    const first = attemptOf('a', 1, '10');
     running.add(first);
-    running.add(attemptOf('b', 1));
-    expect(running.find('a', 1)).toBe(first);
-    expect(running.find('a', 2)).toBeUndefined();
-    expect(running.find('c', 1)).toBeUndefined();
+    running.add(attemptOf('b', 1, '11'));
+    expect(running.find('a', '10')).toBe(first);
+    expect(running.find('a', '12')).toBeUndefined();
+    expect(running.find('c', '10')).toBeUndefined();
   });
 
   it("holds a job's older attempt beside its next one, each found and removed on its own", async () => {
     const running = new RunningAttempts();
-    const reaped = attemptOf('a', 1);
-    const next = attemptOf('a', 2);
+    const reaped = attemptOf('a', 1, '10');
+    const next = attemptOf('a', 1, '12');
     running.add(reaped);
     running.add(next);
     expect(running.size).toBe(2);
     expect([...running.values()]).toEqual([reaped, next]);
-    expect(running.find('a', 1)).toBe(reaped);
-    expect(running.find('a', 2)).toBe(next);
+    expect(running.find('a', '10')).toBe(reaped);
+    expect(running.find('a', '12')).toBe(next);
 
     running.delete(next);
-    expect(running.find('a', 1)).toBe(reaped);
+    expect(running.find('a', '10')).toBe(reaped);
     expect(running.size).toBe(1);
     const empty = running.whenEmpty(10_000);
     running.delete(reaped);

@@ -51,11 +51,9 @@ export class RunningAttempts {
     if (this.attempts.length === 0) this.idle?.();
   }
 
-  /** Attempt `attempt` of job `id`, if it runs here. */
-  find(id: string, attempt: number): RunningAttempt | undefined {
-    return this.attempts.find(
-      (running) => running.job.id === id && running.job.attempt === attempt,
-    );
+  /** The attempt of claim `claim` (see `ClaimedJob.claim`) of job `id`, if it runs here. */
+  find(id: string, claim: string): RunningAttempt | undefined {
+    return this.attempts.find((running) => running.job.id === id && running.job.claim === claim);
   }
 
   values(): IterableIterator<RunningAttempt> {

@@ -50,6 +50,7 @@ export class ShutdownDrain {
             unfinished.map((attempt) => attempt.job.id),
             unfinished.map((attempt) => attempt.job.attempt),
             `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
+            unfinished.map((attempt) => attempt.job.claim),
           ]),
         () => Date.now() > releaseDeadline,
         this.logger,

@@ -32,6 +32,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       9: 'cb6ddce3fb64',
       10: 'd9ce38fc5825',
       11: 'e896f62ef0ec',
+      12: 'eb3380e2916b',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [

@@ -359,6 +359,17 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE ${s}."jobHistory" ADD COLUMN snoozes integer NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 12,
+    name: 'a fencing token unique to each claim',
+    sql: ({ quoted: s }) => `
+      -- The claim's token: the "seq" of the queued row the claim took, which no other queued row
+      -- ever had. Every write that ends an attempt names it: the attempt number alone is reused by
+      -- a snooze, so a repeated write of an earlier claim could match a later one. NULL for
+      -- attempts claimed before this migration (no default: the catalog alone changes).
+      ALTER TABLE ${s}."jobHistory" ADD COLUMN "claimToken" bigint;
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */

@@ -94,6 +94,8 @@ export class JobHistoryEntity {
   @column('groupKey', 'text', true) groupKey!: string | null;
   /** How many times the job's attempts snoozed (`ctx.snooze`), over its whole life. */
   @column('snoozes', 'integer') snoozes!: number;
+  /** The claim of the latest attempt, which fences the writes that end it; bigint, as a string. */
+  @column('claimToken', 'bigint', true) claimToken!: string | null;
 }
 
 /**
