@@ -144,9 +144,13 @@ describe('a job that ends in its thread after an abort', () => {
   it('does not get its thread killed while the main thread is too busy to hear its answer', async () => {
     const { id } = await app.queue.addJob({ task: 'worker.sleep', payload: { ms: 60_000 } });
     const sleeping = await reported(id, 'started');
+    const [{ claimToken }] = await db.query<{ claimToken: string }>(
+      `SELECT "claimToken" FROM jobs."jobHistory" WHERE id = $1`,
+      [id],
+    );
     // From the check phase of a turn, so that the next turn's timers come before its messages.
     await new Promise((resolve) => setImmediate(resolve));
-    app.module.get(JobRunner).cancel(id, 1);
+    app.module.get(JobRunner).cancel(id, claimToken);
     // The attempt gives up on the abort, and its workerTimeoutGrace (0.5 s) starts.
     for (let i = 0; i < 10; i++) await Promise.resolve();
     // The thread ends the job on its signal and answers while this thread is blocked past the grace.
