@@ -101,6 +101,7 @@ export {
   WorkerPoolBootError,
   WorkerPoolStoppedError,
   JobNotFoundError,
+  JobContentionError,
   InvalidJobFilterError,
   UnrecoverableJobError,
   JobSnooze,

@@ -265,6 +265,23 @@ export class JobNotFoundError extends JobsError {
   }
 }
 
+/**
+ * `cancelJob`, `waitForJob`, `addJob` or `addJobs` gave up after several tries because other
+ * sessions kept changing the rows it had to act on: the job kept moving between the queue and its
+ * history, or a unique key kept changing hands. Nothing was left half done; the call may be retried.
+ */
+export class JobContentionError extends JobsError {
+  constructor(
+    readonly operation: string,
+    readonly tries: number,
+    situation: string,
+  ) {
+    super(
+      `Gave up ${operation} after ${tries} tries: ${situation}. Nothing was left half done; call it again.`,
+    );
+  }
+}
+
 /** A filter of `retryJobs` or `cancelJobs` is invalid. Nothing was changed. */
 export class InvalidJobFilterError extends JobsError {
   constructor(
