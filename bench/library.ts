@@ -7,6 +7,7 @@ import { JobQueueService, JobTask, JobsModule } from 'nestjs-pg-jobs';
 import type { JobContext, JobTaskHandler, JobsModuleOptions, QueueOptions } from 'nestjs-pg-jobs';
 import { trackPeakRss } from './stats.js';
 import { JOBS, drainSpanOnDatabaseClock, inBatches, spacedLatencies } from './workloads.js';
+import type { HistoryGrowthSample } from './targets.js';
 import type { QueueUnderTest } from './workloads.js';
 
 /** Handler-start times by job id, for the latency workload. */
@@ -237,3 +238,52 @@ export const library: QueueUnderTest = {
   latency: (url) =>
     withApps(url, { concurrency: 10 }, 1, (queue) => measureLatency(queue, () => 'noop')),
 };
+
+/** Jobs kept queued at least during `historyGrowth`, so the instance drains at its full rate. */
+const FED_BACKLOG = 5000;
+
+/**
+ * A steady drain of no-op jobs at c=50 (the queue fed so that it never runs dry) for `seconds`,
+ * with `options` (a short `historyExpiration`), looking at history once a second: whether pruning
+ * keeps it flat at the rate jobs end.
+ */
+export function historyGrowth(
+  url: string,
+  seconds: number,
+  options: Partial<JobsModuleOptions>,
+): Promise<HistoryGrowthSample[]> {
+  return withApps(url, { concurrency: 50, ...options }, 1, async (queue) => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    const queued = async () =>
+      Number((await client.query('SELECT count(*)::int AS n FROM jobs.jobs')).rows[0].n);
+    const samples: HistoryGrowthSample[] = [];
+    let enqueued = 0;
+    try {
+      const start = performance.now();
+      let nextSample = 1;
+      while (performance.now() - start < seconds * 1000) {
+        const depth = await queued();
+        if (depth < FED_BACKLOG) {
+          await enqueueInBatches(queue, 'noop', FED_BACKLOG);
+          enqueued += FED_BACKLOG;
+        }
+        const elapsed = (performance.now() - start) / 1000;
+        if (elapsed >= nextSample) {
+          const [{ n }] = (await client.query('SELECT count(*)::int AS n FROM jobs."jobHistory"'))
+            .rows;
+          samples.push({
+            seconds: elapsed,
+            historyRows: n,
+            processed: enqueued - (await queued()),
+          });
+          nextSample++;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      return samples;
+    } finally {
+      await client.end();
+    }
+  });
+}

@@ -133,3 +133,33 @@ export function describeCheck({ target, value, met }: TargetCheck): string {
   const shortfall = `${Math.round(Math.abs(target.threshold - value) * 100)} points ${isLatency(target) ? 'over' : 'short'}`;
   return `- ${target.workload}, ${goal}: MISSED, ${shortfall}. Why: ${target.whyMissed}`;
 }
+
+/** One look at history in `npm run bench:history`, as jobs end at the c=50 drain rate. */
+export interface HistoryGrowthSample {
+  /** Since the run began. */
+  readonly seconds: number;
+  /** Rows in `jobHistory`. */
+  readonly historyRows: number;
+  /** Jobs ended so far (enqueued less still queued). */
+  readonly processed: number;
+}
+
+/**
+ * Whether history stays flat in `npm run bench:history`: over the run's second half (pruning has
+ * reached its steady state), history never holds more than the jobs that ended within
+ * `historyExpiration` plus two `scheduledCheck`s (a row waits at most one check past its
+ * expiration, one more for slack) at the rate measured over that half. A pruning that cannot keep
+ * up grows past it, by the rate it falls short times the run's length.
+ */
+export function checkHistoryGrowth(
+  samples: readonly HistoryGrowthSample[],
+  { historyExpiration, scheduledCheck }: { historyExpiration: number; scheduledCheck: number },
+): { rate: number; bound: number; peak: number; flat: boolean } {
+  const half = samples.slice(Math.floor(samples.length / 2));
+  const first = half[0];
+  const last = half[half.length - 1];
+  const rate = (last.processed - first.processed) / (last.seconds - first.seconds);
+  const bound = rate * (historyExpiration + 2 * scheduledCheck);
+  const peak = Math.max(...half.map((sample) => sample.historyRows));
+  return { rate, bound, peak, flat: peak <= bound };
+}

@@ -3,7 +3,7 @@ import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { CronPlannerService, JobsAdminModule, JobsMetricsModule } from 'nestjs-pg-jobs';
 import type { JobInfo, ListedJobInfo } from 'nestjs-pg-jobs';
-import { RESULT_PREVIEW_CHARS } from '../libs/jobs/src/admin/admin.sql.js';
+import { PREVIEW_CHARS } from '../libs/jobs/src/admin/admin.sql.js';
 import { FlakyTask } from './support/flaky-task.js';
 import { GatedTask, started } from './support/gated-task.js';
 import { LifeTask } from './support/life-task.js';
@@ -111,13 +111,14 @@ describe('GET api/stats', () => {
 });
 
 describe('GET api/jobs', () => {
-  it('lists failed jobs with their errors', async () => {
-    const { jobs } = await json<{ jobs: JobInfo[] }>(api('jobs?state=failed'));
+  it('lists failed jobs with previews of their errors and payloads', async () => {
+    const { jobs } = await json<{ jobs: ListedJobInfo[] }>(api('jobs?state=failed'));
     expect(jobs).toEqual([
       expect.objectContaining({
         id: ids.failed,
         state: 'failed',
-        lastErrorMessage: 'the printer is on fire',
+        lastErrorPreview: 'the printer is on fire',
+        payloadPreview: '{"message": "the printer is on fire", "failUntilAttempt": 1}',
       }),
     ]);
   });
@@ -426,7 +427,7 @@ describe("a job's result, snooze and cancellation", () => {
       resultPreview: '{"html": "<script>alert(1)</script>"}',
     });
     const preview = (await listed('state=completed&task=life', longId))!.resultPreview!;
-    expect(preview).toBe(`{"text": "${long.text}`.slice(0, RESULT_PREVIEW_CHARS - 1) + '…');
+    expect(preview).toBe(`{"text": "${long.text}`.slice(0, PREVIEW_CHARS - 1) + '…');
     expect((await listed('task=life', longId))!.resultPreview).toBe(preview);
     expect((await json(api(`jobs/${longId}`))).job.result).toEqual(long);
     expect((await json(api(`jobs/${smallId}`))).job.result).toEqual(small);

@@ -1,6 +1,6 @@
 import { unitOf } from '../bench/harness.js';
 import type { Figure } from '../bench/stats.js';
-import { checkTargets, describeCheck } from '../bench/targets.js';
+import { checkHistoryGrowth, checkTargets, describeCheck } from '../bench/targets.js';
 import { BATCH_SIZE, JOBS, inBatches } from '../bench/workloads.js';
 
 // What the benches compute from their figures, checked without running one: no figure here is
@@ -43,4 +43,26 @@ it('judges a throughput target at least its threshold and a latency target at mo
   expect(check('drain c=50 x2').value).toBeCloseTo(500 / 600);
   expect(check('latency p50').met).toBe(true);
   expect(check('latency p99').met).toBe(true);
+});
+
+it("judges history flat when, over the run's second half, it never exceeds the jobs of historyExpiration plus two scheduledChecks", () => {
+  const settings = { historyExpiration: 5, scheduledCheck: 2 };
+  // 1,000 jobs/s for 10 s: at most 9,000 rows is flat.
+  const run = (history: (second: number) => number) =>
+    Array.from({ length: 10 }, (_, i) => ({
+      seconds: i + 1,
+      processed: 1000 * (i + 1),
+      historyRows: history(i + 1),
+    }));
+  const flat = checkHistoryGrowth(
+    run((s) => Math.min(s, 6) * 1000),
+    settings,
+  );
+  expect(flat).toEqual({ rate: 1000, bound: 9000, peak: 6000, flat: true });
+  // Pruning 500 rows/s short: history grows by as much, past the bound by the end.
+  const growing = checkHistoryGrowth(
+    run((s) => s * 1000 - 500 * Math.max(0, s - 5) + 5000),
+    settings,
+  );
+  expect(growing.flat).toBe(false);
 });

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { JobsAdminModule } from 'nestjs-pg-jobs';
-import { RESULT_PREVIEW_CHARS } from '../libs/jobs/src/admin/admin.sql.js';
+import { PREVIEW_CHARS } from '../libs/jobs/src/admin/admin.sql.js';
 import { launchChromium } from './support/chromium.js';
 import { startHttpJobsApp } from './support/http-app.js';
 import type { HttpJobsApp } from './support/http-app.js';
@@ -72,7 +72,7 @@ it("shows a job's result cut in the list and whole in its details, as text, neve
   const preview = page.locator(`#completed tr[data-job-id="${id}"] code`);
   await preview.waitFor({ timeout: UI_TIMEOUT });
   const asText = `{"a": ${JSON.stringify(markup)}, "rest": "${result.rest}"}`;
-  expect(await preview.textContent()).toBe(asText.slice(0, RESULT_PREVIEW_CHARS - 1) + '…');
+  expect(await preview.textContent()).toBe(asText.slice(0, PREVIEW_CHARS - 1) + '…');
 
   const dialog = await openJob('completed', id);
   const shown = await dialog.locator('tr[data-field="Result"]').locator('pre').textContent();

@@ -1,12 +1,33 @@
 import { randomUUID } from 'node:crypto';
 import { RetentionService } from 'nestjs-pg-jobs';
-import { startJobsApp, waitFor } from './support/jobs-app.js';
+import { toSchemaName } from '../libs/jobs/src/database/schema-name.js';
+import { PRUNE_BATCHES_BEFORE_WARNING } from '../libs/jobs/src/retention/retention.service.js';
+import { retentionSql } from '../libs/jobs/src/retention/retention.sql.js';
+import { quietLogger, startJobsApp, waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
 import { recording } from './support/recorder.js';
+import { planNodes } from './support/query-plan.js';
 import { useTestDatabase } from './support/test-database.js';
 
 const db = useTestDatabase();
 const HOUR = 3600;
+
+const warnings: string[] = [];
+const warn = quietLogger.warn;
+quietLogger.warn = (message: unknown, context?: unknown) => {
+  warnings.push(String(message));
+  return warn(message, context);
+};
+
+/** `count` completed history rows that ended from `endedAgo` seconds ago on, one a second older each. */
+async function expiredRows(count: number, endedAgo: number): Promise<void> {
+  await db.query(
+    `INSERT INTO jobs."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt", "startedAt", "completedAt")
+     SELECT gen_random_uuid(), 'record', 'completed', 1, 0, t, t, t
+     FROM generate_series(1, $1::int) AS i, LATERAL (SELECT now() - make_interval(secs => $2 + i)) AS at(t)`,
+    [count, endedAgo],
+  );
+}
 
 /** A history row that ended `endedAgo` seconds ago (or is still running when `endedAgo` is null). */
 async function historyRow(state: string, endedAgo: number | null, startedAgo = 2 * HOUR) {
@@ -106,5 +127,52 @@ it('keeps everything with historyExpiration 0', async () => {
     expect(await remainingIds()).toEqual([id]);
   } finally {
     await other.close();
+  }
+});
+
+it('goes on while expired rows remain, past 100 batches, yielding between them, and says it falls behind', async () => {
+  // Three rows a batch (historyPruneBatchSize): more than a hundred batches' worth has expired.
+  const backlog = 3 * PRUNE_BATCHES_BEFORE_WARNING + 5;
+  await expiredRows(backlog, 2 * HOUR);
+  const fresh = await historyRow('completed', 60);
+  warnings.length = 0;
+
+  expect(await app.module.get(RetentionService).pruneExpiredHistory()).toBe(backlog);
+  expect(await remainingIds()).toEqual([fresh]);
+  const [{ statements }] = await db.query<{ statements: number }>(
+    'SELECT count(*)::int AS statements FROM public.deletes',
+  );
+  expect(statements).toBe(PRUNE_BATCHES_BEFORE_WARNING + 2);
+  expect(warnings.filter((w) => w.startsWith('Pruning job history is falling behind'))).toEqual([
+    expect.stringContaining(
+      `${3 * PRUNE_BATCHES_BEFORE_WARNING} expired row(s) deleted in 100 batches`,
+    ),
+  ]);
+});
+
+it('does not warn when a round keeps up', async () => {
+  await expiredRows(3 * 10, 2 * HOUR);
+  warnings.length = 0;
+  expect(await app.module.get(RetentionService).pruneExpiredHistory()).toBe(30);
+  expect(warnings.filter((w) => w.includes('falling behind'))).toEqual([]);
+});
+
+it('deletes a batch by walking the end-time index from its oldest end, even on a history whose statistics say it is empty', async () => {
+  // What a busy install sees until autovacuum analyses: statistics of a table far smaller.
+  await db.query('ALTER TABLE jobs."jobHistory" SET (autovacuum_enabled = false)');
+  try {
+    await db.query('ANALYZE jobs."jobHistory"');
+    await expiredRows(30_000, 2 * HOUR);
+    const { pruneBatch } = retentionSql(toSchemaName('jobs'));
+    const nodes = await planNodes(db, pruneBatch, [HOUR, 1000]);
+    expect(nodes.filter((node) => node['Relation Name'] === 'jobHistory')).toContainEqual(
+      expect.objectContaining({ 'Node Type': 'Index Scan', 'Index Name': 'job_history_ended_at' }),
+    );
+    // Nothing collects, or sorts, every expired row for each batch.
+    const types = nodes.map((node) => node['Node Type']);
+    expect(types).not.toContain('Sort');
+    expect(types).not.toContain('Bitmap Heap Scan');
+  } finally {
+    await db.query('ALTER TABLE jobs."jobHistory" RESET (autovacuum_enabled)');
   }
 });

@@ -9,6 +9,7 @@ export type { QueueOptions, QueueRateLimit } from './options/queue-options.inter
 export {
   DEFAULT_SCHEMA,
   DEFAULT_MIGRATION_LOCK_TIMEOUT,
+  DEFAULT_MIGRATION_TABLE_LOCK_TIMEOUT,
   DEFAULT_POLLING_CHECK,
   DEFAULT_SCHEDULED_CHECK,
   DEFAULT_MAX_RETRIES,
@@ -84,6 +85,7 @@ export {
   InvalidJobTaskOptionError,
   SchemaNotMigratedError,
   MigrationLockTimeoutError,
+  MigrationBlockedError,
   DatabaseUnreachableError,
   InvalidScheduleError,
   InvalidCronExpressionError,
@@ -102,6 +104,7 @@ export {
   WorkerPoolBootError,
   WorkerPoolStoppedError,
   JobNotFoundError,
+  JobContentionError,
   InvalidJobFilterError,
   UnrecoverableJobError,
   JobSnooze,

@@ -60,6 +60,7 @@ export class JobsLifecycle
     try {
       const migrator = new SchemaMigrator(this.db, {
         lockTimeout: this.options.migrationLockTimeout,
+        tableLockTimeout: this.options.migrationTableLockTimeout,
       });
       if (this.options.migrate) await migrator.migrate();
       else await migrator.assertCurrent();

@@ -1,9 +1,42 @@
 import type { SchemaName } from '../database/schema-name.js';
 
-/** The longest result preview a list gives, in characters (`…` included). */
-export const RESULT_PREVIEW_CHARS = 200;
-/** A result stored in more bytes than this is not previewed in lists (see `resultPreview`). */
+/**
+ * The longest preview a list gives of a job's payload, error or result, in characters (`…`
+ * included); `list-previews.ts` then bounds it in bytes too.
+ */
+export const PREVIEW_CHARS = 200;
+/** A result stored in more bytes than this is not previewed in lists (see `jsonPreview`). */
 const RESULT_PREVIEW_STORED_BYTES = 8192;
+/**
+ * A payload stored in more bytes than this is not previewed in lists. Lower than a result's: a
+ * payload has no size limit, and a highly compressible one may be a hundred times its stored size.
+ */
+const PAYLOAD_PREVIEW_STORED_BYTES = 2048;
+
+/*
+ * A listed job's JSON value (payload, result), as JSON text cut to PREVIEW_CHARS: a list of two
+ * hundred jobs with values of megabytes each would otherwise be megabytes on every poll of the
+ * dashboard. A value stored in more than `storedBytes` is not read at all ('…' alone): jsonb cannot
+ * be read in part, so a preview of it would detoast and decompress the whole value for every row
+ * of every poll. pg_column_size reads the stored size from the row without detoasting it.
+ */
+const jsonPreview = (column: string, storedBytes: number) => `CASE
+    WHEN ${column} IS NULL THEN NULL
+    WHEN pg_column_size(${column}) > ${storedBytes} THEN '…'
+    WHEN length(${column}::text) > ${PREVIEW_CHARS}
+      THEN left(${column}::text, ${PREVIEW_CHARS - 1}) || '…'
+    ELSE ${column}::text
+  END`;
+
+/*
+ * A listed job's error message cut to PREVIEW_CHARS. Text can be read in part: substr reads only
+ * the first characters of a toasted value, and octet_length its stored length, whatever its size;
+ * left and length would detoast it whole.
+ */
+const textPreview = (column: string) => `CASE
+    WHEN octet_length(${column}) <= octet_length(substr(${column}, 1, ${PREVIEW_CHARS})) THEN ${column}
+    ELSE substr(${column}, 1, ${PREVIEW_CHARS - 1}) || '…'
+  END`;
 
 /**
  * The admin API's statements. Every value is a parameter; the schema is the only identifier.
@@ -11,31 +44,22 @@ const RESULT_PREVIEW_STORED_BYTES = 8192;
  * A job is in exactly one place: pending in `jobs` (with, after a failed or snoozed attempt, a
  * `failed` or `snoozed` row in `jobHistory` that describes that attempt), else in `jobHistory`. Lists of history states skip
  * jobs that are queued again, so a job waiting for a retry is listed as pending, never as failed.
+ *
+ * Lists give previews of payloads, errors and results, never the values: those are in the job's
+ * own view (`getJob`), one job at a time.
  */
 export function adminSql({ quoted: s }: SchemaName) {
-  /*
-   * A listed job's result, as JSON text cut to RESULT_PREVIEW_CHARS: a list of fifty results of up
-   * to `maxResultBytes` each would otherwise be megabytes on every poll. A result stored in more
-   * than RESULT_PREVIEW_STORED_BYTES is not read at all ('…' alone): jsonb cannot be read in part,
-   * so a preview of it would detoast and decompress the whole value for every row of every poll.
-   * pg_column_size reads the stored size from the row without detoasting it.
-   */
-  const resultPreview = `CASE
-      WHEN h.result IS NULL THEN NULL
-      WHEN pg_column_size(h.result) > ${RESULT_PREVIEW_STORED_BYTES} THEN '…'
-      WHEN length(h.result::text) > ${RESULT_PREVIEW_CHARS}
-        THEN left(h.result::text, ${RESULT_PREVIEW_CHARS - 1}) || '…'
-      ELSE h.result::text
-    END`;
+  const resultPreview = jsonPreview('h.result', RESULT_PREVIEW_STORED_BYTES);
   const pendingColumns = `
-    j.id, j.task, 'pending' AS state, j.payload, j.priority, j.retries AS attempt, j."maxRetries",
-    j."waitUntil", j."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy",
+    j.id, j.task, 'pending' AS state, ${jsonPreview('j.payload', PAYLOAD_PREVIEW_STORED_BYTES)} AS "payloadPreview",
+    j.priority, j.retries AS attempt, j."maxRetries", j."waitUntil", j."createdAt", h."startedAt",
+    h."completedAt", ${textPreview('h."lastErrorMessage"')} AS "lastErrorPreview", h."executedBy",
     h.progress, j.queue, j."groupKey", NULL::text AS "resultPreview", COALESCE(h.snoozes, 0) AS snoozes,
     CASE WHEN h.state = 'snoozed' THEN j."waitUntil" END AS "snoozedUntil", j."createdAt" AS "sortAt"`;
   const historyColumns = (sortAt: string) => `
-    h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries",
-    NULL::timestamptz AS "waitUntil", h."createdAt", h."startedAt", h."completedAt",
-    h."lastErrorMessage", h."executedBy", h.progress, h.queue, h."groupKey",
+    h.id, h.task, h.state, ${jsonPreview('h.payload', PAYLOAD_PREVIEW_STORED_BYTES)} AS "payloadPreview",
+    h.priority, h.attempt, h."maxRetries", NULL::timestamptz AS "waitUntil", h."createdAt",
+    h."startedAt", h."completedAt", ${textPreview('h."lastErrorMessage"')} AS "lastErrorPreview", h."executedBy", h.progress, h.queue, h."groupKey",
     ${resultPreview} AS "resultPreview", h.snoozes, NULL::timestamptz AS "snoozedUntil", ${sortAt} AS "sortAt"`;
   const notQueuedAs = (alias: string) =>
     `NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = ${alias}.id)`;

@@ -15,6 +15,7 @@ import { DEFAULT_STATS_MINUTES } from './admin-input.js';
 import type { JobListQuery } from './admin-input.js';
 import { adminSql } from './admin.sql.js';
 import type { AdminSql } from './admin.sql.js';
+import { boundPreview } from './list-previews.js';
 
 /** One task's line of `stats()`. */
 export interface TaskStats {
@@ -44,15 +45,21 @@ export interface TaskStats {
 }
 
 /**
- * A job as the admin API lists it: without its result, which may be large (`getJob` has it), but
- * with a preview of it, and with its snoozes.
+ * A job as the admin API lists it: with previews of its payload, its last error and its result,
+ * which may each be large (`getJob`, the job's own view, has them whole), and with its snoozes. A
+ * preview is the value's text cut to 200 characters and to 400 bytes as JSON, then ending with
+ * `…`; so a page of 200 jobs stays small whatever the jobs carry.
  *
  * @publicApi
  */
-export interface ListedJobInfo extends Omit<JobInfo, 'result'> {
+export interface ListedJobInfo extends Omit<JobInfo, 'result' | 'payload' | 'lastErrorMessage'> {
+  /** The payload's JSON text, cut; `…` alone for a payload stored in more than 2 kB, which a list does not read. */
+  payloadPreview: string;
+  /** The error of the last failed attempt, cut; `null` when there is none. */
+  lastErrorPreview: string | null;
   /**
-   * The result's JSON text, cut to 200 characters (then ending with `…`); `…` alone for a result
-   * stored in more than 8 kB, which a list does not read; `null` when there is none.
+   * The result's JSON text, cut; `…` alone for a result stored in more than 8 kB, which a list
+   * does not read; `null` when there is none.
    */
   resultPreview: string | null;
   /** When a pending job waiting out a snooze (`ctx.snooze`) is due again; `null` otherwise. */
@@ -111,13 +118,13 @@ export class JobsAdminService implements OnModuleInit {
         : state === 'active'
           ? this.db.query<ListedJob>(this.sql.listActive, [task, ...page])
           : this.db.query<ListedJob>(this.sql.listEnded, [state, task, ...page]));
-    const jobs = rows
-      .slice(0, limit)
-      .map(({ sortAt: _sortAt, ...job }) =>
-        job.state === 'pending'
-          ? { ...job, queue: this.tasks.pendingQueueOf(job.task, job.queue) }
-          : job,
-      );
+    const jobs = rows.slice(0, limit).map(({ sortAt: _sortAt, ...job }) => ({
+      ...job,
+      payloadPreview: boundPreview(job.payloadPreview)!,
+      lastErrorPreview: boundPreview(job.lastErrorPreview),
+      resultPreview: boundPreview(job.resultPreview),
+      ...(job.state === 'pending' && { queue: this.tasks.pendingQueueOf(job.task, job.queue) }),
+    }));
     return { jobs, hasMore: rows.length > limit };
   }
 

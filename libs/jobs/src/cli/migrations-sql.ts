@@ -1,4 +1,5 @@
 import type { SchemaName } from '../database/schema-name.js';
+import { DEFAULT_MIGRATION_TABLE_LOCK_TIMEOUT } from '../options/defaults.js';
 import { MIGRATIONS } from '../schema/migrations.js';
 import type { Migration } from '../schema/migrations.js';
 import { migratorSql } from '../schema/schema-migrator.sql.js';
@@ -6,8 +7,10 @@ import { migratorSql } from '../schema/schema-migrator.sql.js';
 /**
  * The library's migrations from version `from` on, as one plain SQL script for a DBA to review
  * and run with psql (`psql -v ON_ERROR_STOP=1 -f jobs.sql`). It does what `SchemaMigrator` does
- * without its lock: each transactional migration is one `BEGIN ... COMMIT` with its version row;
- * a non-transactional one is marked, and its statements run one by one, outside any transaction.
+ * without its lock: each transactional migration is one `BEGIN ... COMMIT` with its version row,
+ * under the migrator's `lock_timeout` (so the fleet's writes never queue behind a waiting
+ * `ALTER TABLE` for longer) but without its retries, which are left to the DBA; a
+ * non-transactional one is marked, and its statements run one by one, outside any transaction.
  */
 export function migrationsSql(
   schema: SchemaName,
@@ -20,6 +23,10 @@ export function migrationsSql(
     `-- The nestjs-pg-jobs migrations of schema ${schema.quoted}, versions ${selected.map((m) => m.version).join(', ') || 'none'}.`,
     '-- Run them in order, from the first version the schema lacks (`nestjs-pg-jobs status` says which),',
     '-- while no other migration of this schema runs: psql -v ON_ERROR_STOP=1 -f this-file.sql',
+    `-- Each transactional migration waits at most ${LOCK_TIMEOUT} for a table lock, so that the running`,
+    '-- instances\' enqueues and claims never queue behind it for longer. If one stops with "canceling',
+    '-- statement due to lock timeout", a session holds a transaction open on a table (see pg_stat_activity):',
+    '-- run the file again from that version (`nestjs-pg-jobs sql --from <version>`), or end that session.',
     '',
     statement(sql.createSchema),
     statement(sql.createMigrationsTable),
@@ -39,7 +46,15 @@ function migrationBlock(
     `INSERT INTO ${schema.quoted}.migrations (version, name) VALUES (${migration.version}, ${literal(migration.name)})`,
   );
   if (migration.transactional !== false) {
-    return ['', title, 'BEGIN;', statement(migration.sql(schema)), record, 'COMMIT;'].join('\n');
+    return [
+      '',
+      title,
+      'BEGIN;',
+      `SET LOCAL lock_timeout = '${LOCK_TIMEOUT}';`,
+      statement(migration.sql(schema)),
+      record,
+      'COMMIT;',
+    ].join('\n');
   }
   const statements = migration.statements(schema);
   const indexes = statements.flatMap((s) => (s.index ? [s.index] : []));
@@ -58,6 +73,9 @@ function migrationBlock(
     record,
   ].join('\n');
 }
+
+/** The migrator's `lock_timeout` (`migrationTableLockTimeout`'s default), as a setting. */
+const LOCK_TIMEOUT = `${DEFAULT_MIGRATION_TABLE_LOCK_TIMEOUT}s`;
 
 /** One statement (or a migration's several), trimmed and ended with a semicolon. */
 function statement(text: string): string {

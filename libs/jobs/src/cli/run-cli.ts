@@ -6,7 +6,11 @@ import { JOB_STATES } from '../common/job-states.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { toSchemaName } from '../database/schema-name.js';
 import { JobsError } from '../errors/jobs.errors.js';
-import { DEFAULT_MIGRATION_LOCK_TIMEOUT, DEFAULT_SCHEMA } from '../options/defaults.js';
+import {
+  DEFAULT_MIGRATION_LOCK_TIMEOUT,
+  DEFAULT_MIGRATION_TABLE_LOCK_TIMEOUT,
+  DEFAULT_SCHEMA,
+} from '../options/defaults.js';
 import { LATEST_SCHEMA_VERSION } from '../schema/migrations.js';
 import { migratorSql } from '../schema/schema-migrator.sql.js';
 import { SchemaMigrator } from '../schema/schema-migrator.js';
@@ -24,6 +28,8 @@ Options:
   --connection <url>    PostgreSQL connection string (default: $DATABASE_URL); migrate, status
   --schema <name>       schema of the module's tables (default: ${DEFAULT_SCHEMA})
   --lock-timeout <s>    migrate: seconds to wait while another instance migrates (default: ${DEFAULT_MIGRATION_LOCK_TIMEOUT})
+  --table-lock-timeout <s>
+                        migrate: seconds a statement waits for a table lock before retrying (default: ${DEFAULT_MIGRATION_TABLE_LOCK_TIMEOUT})
   --from <version>      sql: the first migration to print (default: 1)
   -h, --help            this help
 `;
@@ -70,6 +76,10 @@ function parse(argv: readonly string[]) {
       connection: { type: 'string' },
       schema: { type: 'string', default: DEFAULT_SCHEMA },
       'lock-timeout': { type: 'string', default: String(DEFAULT_MIGRATION_LOCK_TIMEOUT) },
+      'table-lock-timeout': {
+        type: 'string',
+        default: String(DEFAULT_MIGRATION_TABLE_LOCK_TIMEOUT),
+      },
       from: { type: 'string', default: '1' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -92,6 +102,7 @@ function parse(argv: readonly string[]) {
     connection: connection ?? '',
     schema: toSchemaName(values.schema),
     lockTimeout: positiveNumber('--lock-timeout', values['lock-timeout']),
+    tableLockTimeout: positiveNumber('--table-lock-timeout', values['table-lock-timeout']),
     from: positiveNumber('--from', values.from),
   } as const;
 }
@@ -100,7 +111,10 @@ type Command = Exclude<ReturnType<typeof parse>, { help: true }>;
 
 async function migrate(args: Command, io: CliOutput): Promise<void> {
   await withDatabase(args, async (db) => {
-    const applied = await new SchemaMigrator(db, { lockTimeout: args.lockTimeout }).migrate();
+    const applied = await new SchemaMigrator(db, {
+      lockTimeout: args.lockTimeout,
+      tableLockTimeout: args.tableLockTimeout,
+    }).migrate();
     io.out(
       `Schema ${args.schema.quoted} is at version ${LATEST_SCHEMA_VERSION} ` +
         `(${applied === 0 ? 'it was already' : `${applied} migration${applied === 1 ? '' : 's'} applied`}).`,

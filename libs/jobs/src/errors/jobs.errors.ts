@@ -118,6 +118,29 @@ export class MigrationLockTimeoutError extends JobsError {
 }
 
 /**
+ * A transactional migration could not take its table locks: every try waited `lock_timeout`
+ * (`migrationTableLockTimeout`) behind a session that holds a lock on the schema's tables (an open
+ * transaction that enqueued with a `manager`, a long report, an idle-in-transaction session), then
+ * gave the tables back to the fleet and tried again later. Nothing of the migration was applied.
+ */
+export class MigrationBlockedError extends JobsError {
+  constructor(
+    readonly schema: string,
+    readonly version: number,
+    readonly tries: number,
+    readonly holders: readonly string[],
+  ) {
+    super(
+      `Migration ${version} of schema "${schema}" could not take its table locks in ${tries} tries ` +
+        `(each waited migrationTableLockTimeout, then let the fleet go on)` +
+        `${holders.length ? `; locks on the schema's tables were held by: ${holders.join('; ')}` : ''}. ` +
+        'End or commit the long transaction (or pg_terminate_backend the idle-in-transaction session), ' +
+        'then boot again (or run `nestjs-pg-jobs migrate`).',
+    );
+  }
+}
+
+/**
  * The database could not be reached at boot (refused, timed out, dropped): a connection problem,
  * not a schema one. The original error is the `cause`.
  */
@@ -261,6 +284,23 @@ export class JobNotFoundError extends JobsError {
   constructor(readonly jobId: string) {
     super(
       `No job ${jobId}: it was never enqueued, or it ended longer ago than historyExpiration and its history was pruned.`,
+    );
+  }
+}
+
+/**
+ * `cancelJob`, `waitForJob`, `addJob` or `addJobs` gave up after several tries because other
+ * sessions kept changing the rows it had to act on: the job kept moving between the queue and its
+ * history, or a unique key kept changing hands. Nothing was left half done; the call may be retried.
+ */
+export class JobContentionError extends JobsError {
+  constructor(
+    readonly operation: string,
+    readonly tries: number,
+    situation: string,
+  ) {
+    super(
+      `Gave up ${operation} after ${tries} tries: ${situation}. Nothing was left half done; call it again.`,
     );
   }
 }

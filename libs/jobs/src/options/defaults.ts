@@ -2,6 +2,11 @@
 export const DEFAULT_SCHEMA = 'jobs';
 /** Seconds a booting instance waits for another instance's migration lock before failing the boot. */
 export const DEFAULT_MIGRATION_LOCK_TIMEOUT = 60;
+/**
+ * Seconds a migration's statement waits for a lock on a table (`lock_timeout`) before it lets the
+ * fleet's enqueues and claims, queued behind it, go on, and tries again later.
+ */
+export const DEFAULT_MIGRATION_TABLE_LOCK_TIMEOUT = 1;
 export const DEFAULT_POLLING_CHECK = 5;
 export const DEFAULT_SCHEDULED_CHECK = 300;
 export const DEFAULT_MAX_RETRIES = 5;

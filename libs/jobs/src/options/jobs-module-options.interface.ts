@@ -36,6 +36,14 @@ export interface JobsModuleOptions {
    * longest migration, or boot one instance first.
    */
   migrationLockTimeout?: number;
+  /**
+   * Seconds a migration's statement waits for a lock on one of the module's tables (its
+   * `lock_timeout`). Enqueues and claims of every instance queue behind a waiting `ALTER TABLE`, so
+   * the wait is kept short: past it the migration rolls back what it did, lets them through, and
+   * tries again after a pause (logged), up to 10 times; then the boot fails with
+   * `MigrationBlockedError`, naming the sessions that held the locks. Default 1.
+   */
+  migrationTableLockTimeout?: number;
   /** Name of this instance in history and `application_name`. Default host, pid and a random suffix. */
   instanceId?: string;
   /** Worker threads for worker tasks: a number, or `'auto'` (CPUs − 1, at least 1). Default `'auto'`. */

@@ -86,6 +86,10 @@ export const OPTION_TABLE = {
     defaults.DEFAULT_MIGRATION_LOCK_TIMEOUT,
     'how long a booting instance waits while another migrates the schema; then `MigrationLockTimeoutError`',
   ),
+  migrationTableLockTimeout: duration(
+    defaults.DEFAULT_MIGRATION_TABLE_LOCK_TIMEOUT,
+    'how long a migration waits for a table lock before it lets the fleet write and retries; then `MigrationBlockedError`',
+  ),
   preparedStatements: toggle(
     true,
     'run the hot path as named prepared statements; `false` behind PgBouncer in transaction mode before 1.21',

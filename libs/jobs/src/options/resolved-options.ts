@@ -10,6 +10,7 @@ import type { ResolvedQueueOptions } from './resolve-queues.js';
 export interface ResolvedJobsOptions extends DatabaseOptions {
   readonly migrate: boolean;
   readonly migrationLockTimeout: number;
+  readonly migrationTableLockTimeout: number;
   readonly workers: number;
   /** The `workerModule` file as a `file:` URL, and the export to boot. */
   readonly workerModule?: { readonly url: string; readonly exportName?: string };

@@ -2,7 +2,11 @@ import { JOB_ID_PATTERN } from '../common/names.js';
 import { Inject, Injectable } from '@nestjs/common';
 import { JobsDatabase } from '../database/jobs-database.js';
 import type { SqlExecutor } from '../database/jobs-database.js';
-import { InvalidJobOptionsError, JobNotFoundError } from '../errors/jobs.errors.js';
+import {
+  InvalidJobOptionsError,
+  JobContentionError,
+  JobNotFoundError,
+} from '../errors/jobs.errors.js';
 import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
@@ -39,6 +43,9 @@ const BULK_BATCH_SIZE = 1000;
 
 /** How often a statement that found its job moving between the queue and history runs again. */
 const MAX_ROUNDS = 10;
+
+/** How often an insert whose unique keys neither went in nor matched a pending job runs. */
+const MAX_KEY_ROUNDS = 4;
 
 /** Where `awaitJob` found a job (see queue.sql.ts). */
 interface AwaitedJobRow {
@@ -328,7 +335,11 @@ export class JobQueueService {
       const settled = await round();
       if (settled !== undefined) return settled;
     }
-    throw new Error(`Gave up ${what}: the job kept moving between the queue and its history.`);
+    throw new JobContentionError(
+      what,
+      MAX_ROUNDS,
+      'the job kept moving between the queue and its history',
+    );
   }
 
   /**
@@ -441,9 +452,11 @@ export class JobQueueService {
         (job) => job.uniqueKey !== null && !keyedInserted.has(job.id),
       );
       if (conflicting.length === 0) break;
-      if (round >= 3) {
-        throw new Error(
-          `Could not enqueue ${conflicting.length} job(s): their unique keys kept changing hands.`,
+      if (round + 1 >= MAX_KEY_ROUNDS) {
+        throw new JobContentionError(
+          `enqueueing ${conflicting.length} job(s)`,
+          MAX_KEY_ROUNDS,
+          'their unique keys kept changing hands',
         );
       }
       const pending = await this.db.queryIn<{ id: string; uniqueKey: string }>(

@@ -6,18 +6,28 @@ import type { JobsDatabase } from '../database/jobs-database.js';
 import { isOwnSession } from '../database/session-probe.js';
 import {
   DatabaseUnreachableError,
+  MigrationBlockedError,
   MigrationLockTimeoutError,
   SchemaNotMigratedError,
 } from '../errors/jobs.errors.js';
-import { DEFAULT_MIGRATION_LOCK_TIMEOUT } from '../options/defaults.js';
+import {
+  DEFAULT_MIGRATION_LOCK_TIMEOUT,
+  DEFAULT_MIGRATION_TABLE_LOCK_TIMEOUT,
+} from '../options/defaults.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from './migrations.js';
 import type { Migration, OnlineMigration, TransactionalMigration } from './migrations.js';
 import { runOnlineStatements } from './online-statements.js';
 import { migratorSql } from './schema-migrator.sql.js';
+import { runWithTableLockTries } from './table-lock-tries.js';
+import type { TableLockTries } from './table-lock-tries.js';
 
 export interface SchemaMigratorOptions {
   /** Seconds to wait for another instance's migration lock (`migrationLockTimeout`). */
   readonly lockTimeout?: number;
+  /** Seconds a migration's statement waits for a table lock (`migrationTableLockTimeout`). */
+  readonly tableLockTimeout?: number;
+  /** Internal, for tests: tries of a migration blocked on its table locks. */
+  readonly tableLockTries?: number;
   /** Internal, for tests: the migrations to apply instead of the library's. */
   readonly migrations?: readonly Migration[];
 }
@@ -32,7 +42,8 @@ const LOCK_RETRY_MAX_MS = 500;
  * Brings the module's schema up to date. Instances that boot together serialise on a session
  * advisory lock (TypeORM's own migrations take none), waited for at most `lockTimeout`. A
  * transactional migration commits with its version row, so a failure leaves the schema at the last
- * good version; a non-transactional one (concurrent index builds) runs statement by statement and
+ * good version, and waits for its table locks only briefly, again and again, never stalling the
+ * fleet's writes behind it (`table-lock-tries.ts`); a non-transactional one (concurrent index builds) runs statement by statement and
  * records its version last, its statements being idempotent (the rules are in `migrations.ts`).
  *
  * A schema that is current needs no lock: the version is read first, and an instance with nothing
@@ -45,6 +56,7 @@ const LOCK_RETRY_MAX_MS = 500;
 export class SchemaMigrator {
   private readonly logger = new Logger('JobsSchema');
   private readonly lockTimeout: number;
+  private readonly tableLocks: TableLockTries;
   private readonly migrations: readonly Migration[];
   private readonly sql: ReturnType<typeof migratorSql>;
 
@@ -53,6 +65,11 @@ export class SchemaMigrator {
     options: SchemaMigratorOptions = {},
   ) {
     this.lockTimeout = options.lockTimeout ?? DEFAULT_MIGRATION_LOCK_TIMEOUT;
+    this.tableLocks = {
+      lockTimeout: options.tableLockTimeout ?? DEFAULT_MIGRATION_TABLE_LOCK_TIMEOUT,
+      tries: options.tableLockTries,
+      warn: (message) => this.logger.warn(message),
+    };
     this.migrations = options.migrations ?? MIGRATIONS;
     this.sql = migratorSql(db.schema);
   }
@@ -162,7 +179,12 @@ export class SchemaMigrator {
   ): Promise<void> {
     await client.query('BEGIN');
     try {
-      await client.query(migration.sql(this.db.schema));
+      await runWithTableLockTries(
+        async (text, values) => (await client.query(text, values)).rows,
+        this.db.schema,
+        migration,
+        this.tableLocks,
+      );
       await client.query(this.sql.recordVersion, [migration.version, migration.name]);
       await client.query('COMMIT');
     } catch (err) {
@@ -195,7 +217,8 @@ export class SchemaMigrator {
     migration: Migration,
     err: unknown,
     rollbackError?: Error,
-  ): SchemaNotMigratedError {
+  ): SchemaNotMigratedError | MigrationBlockedError {
+    if (err instanceof MigrationBlockedError && !rollbackError) return err;
     if (rollbackError) {
       this.logger.warn(
         `ROLLBACK after the failure of migration ${migration.version} failed too: ${rollbackError.message}`,
