@@ -3,11 +3,12 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { toSchemaName } from '../database/schema-name.js';
 import type { SchemaName } from '../database/schema-name.js';
 import { IrreversibleMigrationError } from '../errors/jobs.errors.js';
-import { DEFAULT_SCHEMA } from '../options/defaults.js';
+import { DEFAULT_MIGRATION_TABLE_LOCK_TIMEOUT, DEFAULT_SCHEMA } from '../options/defaults.js';
 import { MIGRATIONS } from '../schema/migrations.js';
 import type { Migration } from '../schema/migrations.js';
 import { runOnlineStatements } from '../schema/online-statements.js';
 import { migratorSql } from '../schema/schema-migrator.sql.js';
+import { runWithTableLockTries } from '../schema/table-lock-tries.js';
 
 /**
  * TypeORM orders migrations by the 13 digits that end their names (a `Date.now()` when made): the
@@ -37,7 +38,11 @@ export type JobsMigrationClass = new () => MigrationInterface;
  * each skips a version the module (or the CLI) already applied. Non-transactional ones (concurrent
  * index builds) set `transaction = false`, which TypeORM refuses under its default
  * `migrationsTransactionMode: 'all'`: use `'each'`. TypeORM takes no lock: run the pipeline from
- * one process at a time. `down()` throws `IrreversibleMigrationError`.
+ * one process at a time. `down()` throws `IrreversibleMigrationError`. A transactional one waits
+ * for its table locks as the module's migrator does (1 s, `DEFAULT_MIGRATION_TABLE_LOCK_TIMEOUT`,
+ * then a pause that lets the fleet's writes through, up to 10 tries, then
+ * `MigrationBlockedError`); under `'all'` the locks of the migrations before it stay held during
+ * those pauses, another reason for `'each'`.
  *
  * @publicApi
  */
@@ -84,7 +89,15 @@ function migrationClass(schema: SchemaName, migration: Migration): JobsMigration
       if (own) await runner.startTransaction();
       try {
         if (!(await applied(runner))) {
-          await runner.query(migration.sql(schema));
+          await runWithTableLockTries(
+            (text, values) => runner.query(text, values),
+            schema,
+            migration,
+            {
+              lockTimeout: DEFAULT_MIGRATION_TABLE_LOCK_TIMEOUT,
+              warn: (message) => logger.warn(message),
+            },
+          );
           await record(runner);
         }
         if (own) await runner.commitTransaction();
