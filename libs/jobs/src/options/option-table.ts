@@ -10,6 +10,7 @@ import { optionChecks } from '../common/option-checks.js';
 import { toSchemaName } from '../database/schema-name.js';
 import { InvalidModuleOptionError } from '../errors/jobs.errors.js';
 import type { CronScheduleOptions } from '../schedule/cron-schedule.interface.js';
+import { typescriptSourceOf } from '../typescript-workers/typescript-files.js';
 import * as defaults from './defaults.js';
 import type { JobsModuleOptions } from './jobs-module-options.interface.js';
 import { resolveQueues } from './resolve-queues.js';
@@ -297,10 +298,11 @@ function resolveWorkerModule(
   const hash = value.lastIndexOf('#');
   const location = hash > 0 ? value.slice(0, hash) : value;
   const exportName = hash > 0 ? value.slice(hash + 1) : undefined;
-  const file = location.startsWith('file:') ? fileURLToPath(location) : resolvePath(location);
-  if (!existsSync(file)) {
-    throw moduleOptionError(option, value, `names no file (looked for ${file})`);
-  }
+  const named = location.startsWith('file:') ? fileURLToPath(location) : resolvePath(location);
+  // `./x.module.js` beside the code that names it: the compiled file in production, its `.ts`
+  // source where the app runs from TypeScript (its tests): one form for both, as in an import.
+  const file = [named, typescriptSourceOf(named)].find((path) => existsSync(path));
+  if (!file) throw moduleOptionError(option, value, `names no file (looked for ${named})`);
   return { url: pathToFileURL(file).href, ...(exportName ? { exportName } : {}) };
 }
 

@@ -1,11 +1,15 @@
 import { fileURLToPath } from 'node:url';
 import { WorkerPoolBootError } from '../errors/jobs.errors.js';
+import { requireTypeScript } from '../typescript-workers/require-typescript.js';
+import { TYPESCRIPT_FILE } from '../typescript-workers/typescript-files.js';
 
 /** The file a pool thread starts from, and the `execArgv` it starts with. */
 export interface WorkerEntry {
   readonly file: string;
   /** `undefined` lets Node give the thread the main thread's `execArgv`. */
   readonly execArgv?: string[];
+  /** Whether the thread registers the package's TypeScript hooks before it imports `workerModule`. */
+  readonly transpilesTypeScript: boolean;
 }
 
 /** Node options that load code before an entry: how a TypeScript loader gets into a thread. */
@@ -22,7 +26,11 @@ function inheritedExecArgv(): string[] {
 /**
  * Resolves the thread entry beside this file, so it is whatever the library itself runs as:
  * - compiled (`worker-pool/worker-thread.js` of the package): plain JavaScript, which a thread runs
- *   with no loader; the threads inherit the main thread's `execArgv`;
+ *   with no loader; the threads inherit the main thread's `execArgv`. A `workerModule` written in
+ *   TypeScript (an app's tests, an app run from its sources) is transpiled in each thread by the
+ *   package's hooks (`typescript-workers`), with the app's own `typescript`, whatever loader the
+ *   thread inherits or is given: no loader the app could pass is needed, nor trusted to emit
+ *   decorator metadata;
  * - TypeScript sources: `worker-thread.ts`, which a thread runs only with a TypeScript loader.
  *   Whatever runs the main thread's TypeScript need not reach a thread (ts-jest transforms only its
  *   own module registry), and the library cannot know the caller's loader: it comes from
@@ -31,6 +39,7 @@ function inheritedExecArgv(): string[] {
  * `workerExecArgv` replaces the inherited `execArgv` in both cases.
  */
 export function resolveWorkerEntry(
+  moduleUrl: string,
   workerExecArgv?: readonly string[],
   inherited: readonly string[] = inheritedExecArgv(),
 ): WorkerEntry {
@@ -38,8 +47,13 @@ export function resolveWorkerEntry(
   const file = fileURLToPath(
     new URL(fromSources ? './worker-thread.ts' : './worker-thread.js', import.meta.url),
   );
-  if (workerExecArgv) return { file, execArgv: [...workerExecArgv] };
-  if (!fromSources || inherited.some(preloads)) return { file };
+  const execArgv = workerExecArgv && [...workerExecArgv];
+  if (!fromSources) {
+    const transpilesTypeScript = TYPESCRIPT_FILE.test(new URL(moduleUrl).pathname);
+    if (transpilesTypeScript) requireTypeScript();
+    return { file, execArgv, transpilesTypeScript };
+  }
+  if (execArgv || inherited.some(preloads)) return { file, execArgv, transpilesTypeScript: false };
   throw new WorkerPoolBootError(
     `The jobs library runs from its TypeScript sources, so its pool threads start from ${file}, ` +
       'which they cannot load without a TypeScript loader, and this process passes none to its threads. ' +

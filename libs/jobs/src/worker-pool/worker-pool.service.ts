@@ -63,7 +63,7 @@ export class WorkerPool {
     if (!workerModule) return [];
     // Loaded only by an app that has worker tasks.
     const { DynamicThreadPool, FixedThreadPool } = await import('poolifier');
-    const entry = resolveWorkerEntry(workerExecArgv);
+    const entry = resolveWorkerEntry(workerModule.url, workerExecArgv);
     const progressChannel = new BroadcastChannel(`nestjs-pg-jobs:progress:${randomUUID()}`);
     progressChannel.onmessage = (event) => {
       const { id, attempt, progress } = (event as { data: WorkerProgressMessage }).data;
@@ -75,6 +75,7 @@ export class WorkerPool {
     const workerData: WorkerThreadData = {
       moduleUrl: workerModule.url,
       exportName: workerModule.exportName,
+      transpileTypeScript: entry.transpilesTypeScript,
       progressChannel: progressChannel.name,
       maxResultBytes: this.options.maxResultBytes,
     };

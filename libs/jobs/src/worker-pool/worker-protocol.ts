@@ -17,6 +17,8 @@ export interface WorkerThreadData {
   readonly moduleUrl: string;
   /** Export to boot; the only exported Nest module when unset. */
   readonly exportName?: string;
+  /** Whether the thread transpiles TypeScript itself (see `resolveWorkerEntry`). */
+  readonly transpileTypeScript: boolean;
   /** Name of the `BroadcastChannel` on which threads send `ctx.reportProgress` values. */
   readonly progressChannel: string;
   /** The module's `maxResultBytes`: the thread checks the results it sends back. */

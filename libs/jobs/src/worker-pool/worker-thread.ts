@@ -50,7 +50,17 @@ const booting: Promise<WorkerHost> = boot(threadData);
 // until then its rejection must not count as unhandled and kill the thread.
 booting.catch(() => undefined);
 
-async function boot({ moduleUrl, exportName }: WorkerThreadData): Promise<WorkerHost> {
+async function boot({
+  moduleUrl,
+  exportName,
+  transpileTypeScript,
+}: WorkerThreadData): Promise<WorkerHost> {
+  if (transpileTypeScript) {
+    // Only threads of a TypeScript workerModule load the hooks, and through them `typescript`.
+    const { registerTypeScriptHooks } =
+      await import('../typescript-workers/register-typescript-hooks.js');
+    registerTypeScriptHooks();
+  }
   const userModule = pickModule(await import(moduleUrl), moduleUrl, exportName);
   @Module({ imports: [DiscoveryModule, userModule], providers: [TaskRegistry] })
   class JobsWorkerHostModule {}
@@ -66,7 +76,10 @@ async function boot({ moduleUrl, exportName }: WorkerThreadData): Promise<Worker
 /** What `@Module()` defines on its class: only the keys it was given. */
 const MODULE_KEYS = ['imports', 'providers', 'controllers', 'exports'];
 
-function pickModule(exports: Record<string, unknown>, url: string, exportName?: string): Type {
+function pickModule(namespace: Record<string, unknown>, url: string, exportName?: string): Type {
+  // A CommonJS module's `module.exports` is its namespace's `default`; its named exports are there
+  // only as far as Node's lexer finds them in the file (none in a TypeScript file it did not compile).
+  const exports = isObject(namespace.default) ? { ...namespace.default, ...namespace } : namespace;
   if (exportName) {
     const named = exports[exportName];
     if (typeof named !== 'function')
@@ -85,6 +98,10 @@ function pickModule(exports: Record<string, unknown>, url: string, exportName?: 
     );
   }
   return unique[0];
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
 }
 
 async function describe(): Promise<WorkerTaskDescriptions> {
