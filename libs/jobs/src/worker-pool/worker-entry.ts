@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
+import { assertOptionalPeerInstalled } from '../common/optional-peer.js';
 import { WorkerPoolBootError } from '../errors/jobs.errors.js';
-import { requireTypeScript } from '../typescript-workers/require-typescript.js';
 import { TYPESCRIPT_FILE } from '../typescript-workers/typescript-files.js';
 
 /** The file a pool thread starts from, and the `execArgv` it starts with. */
@@ -50,7 +50,13 @@ export function resolveWorkerEntry(
   const execArgv = workerExecArgv && [...workerExecArgv];
   if (!fromSources) {
     const transpilesTypeScript = TYPESCRIPT_FILE.test(new URL(moduleUrl).pathname);
-    if (transpilesTypeScript) requireTypeScript();
+    if (transpilesTypeScript) {
+      assertOptionalPeerInstalled(
+        'typescript',
+        'A workerModule written in TypeScript',
+        'each pool thread transpiles it with decorator metadata; in production, point workerModule at the compiled .js file',
+      );
+    }
     return { file, execArgv, transpilesTypeScript };
   }
   if (execArgv || inherited.some(preloads)) return { file, execArgv, transpilesTypeScript: false };
