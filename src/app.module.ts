@@ -7,9 +7,6 @@ import { SendGreetingTask } from './greeting/send-greeting.task.js';
 import { JobsController } from './jobs.controller.js';
 import { ReportsController } from './reports/reports.controller.js';
 
-/** `ts` when the example runs from its sources (npm start), `js` once compiled. */
-const sourceExtension = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
-
 @Module({
   imports: [
     // forRootAsync: the options are read when the app boots, after main.ts has chosen the database.
@@ -35,8 +32,8 @@ const sourceExtension = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
         // Worker tasks run in a thread pool that boots this module in every thread. From the
         // sources (npm start) the threads load TypeScript through the process's own
         // `--import ./tools/ts-loader/register.mjs`, which they inherit: no workerExecArgv needed.
-        workerModule: new URL(`./reports/report-worker.module.${sourceExtension}`, import.meta.url)
-          .href,
+        // From the sources the `.js` file is missing, and its `.ts` source is booted instead.
+        workerModule: new URL('./reports/report-worker.module.js', import.meta.url).href,
       }),
     }),
     // The dashboard and its API at /jobs-admin, for whoever AdminGuard lets in.
