@@ -214,3 +214,18 @@ describe('queues', () => {
     expect(() => resolveJobsOptions({ connection: 'x', queues: queues as never })).toThrow(message);
   });
 });
+
+describe('workerModule', () => {
+  it('takes the .ts source of a workerModule whose .js file is missing (an app run from its sources)', () => {
+    const source = new URL(
+      '../../../../test/fixtures/workers/worker-tasks.module.ts',
+      import.meta.url,
+    );
+    const named = source.href.replace(/\.ts$/, '.js');
+    expect(
+      resolveJobsOptions({ connection: 'postgres://x', workerModule: named }).workerModule,
+    ).toEqual({
+      url: source.href,
+    });
+  });
+});
