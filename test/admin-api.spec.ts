@@ -15,7 +15,7 @@ import { useTestDatabase } from './support/test-database.js';
 const db = useTestDatabase();
 const TOKEN = 'Bearer let-me-in';
 
-/** The kind of guard the README asks for: here, a fixed bearer token. */
+/** The kind of guard docs/operations.md asks for: here, a fixed bearer token. */
 class TokenGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     return context.switchToHttp().getRequest().headers.authorization === TOKEN;

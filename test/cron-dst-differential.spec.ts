@@ -5,7 +5,7 @@ import { startJobsApp } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
 
 /**
- * The library's slots against an oracle written from the README's daylight-saving rules
+ * The library's slots against an oracle written from the daylight-saving rules of docs/cron.md
  * (`support/cron-oracle.ts`), around every offset change of 2026 and 2027 in zones with none, a
  * one-hour, a 30-minute, a midnight and a two-hour change. `CRON_DIFFERENTIAL=full` runs a bigger
  * matrix: more expressions, more start instants, more slots each.

@@ -76,7 +76,7 @@ describeWhereAvailable({
   beforeAll(async () => {
     bouncer = await startPgBouncer(process.env.JOBS_TEST_SERVER_URL!, { poolMode: 'transaction' });
     pooledUrl = bouncer.rewrite(db.url);
-    // Migrations run on a direct connection, as the README says to: one instance booted directly.
+    // Migrations run on a direct connection, as docs/operations.md says to: one instance booted directly.
     const direct = await startJobsApp(db.url, { options: { runJobs: false } });
     await direct.close();
   }, 300_000);

@@ -9,7 +9,7 @@ import type { TestDatabase } from 'nestjs-pg-jobs/testing';
 import { quietLogger } from './support/jobs-app.js';
 
 /**
- * `nestjs-pg-jobs/testing` used as the README shows it: a fresh database from
+ * `nestjs-pg-jobs/testing` used as docs/testing.md shows it: a fresh database from
  * `createTestDatabase()`, an app with a controller that enqueues, and `runUntilIdle()` between the
  * request and the assertions.
  */

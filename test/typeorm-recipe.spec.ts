@@ -12,7 +12,7 @@ import { quietLogger } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';
 
 /**
- * The README's @nestjs/typeorm recipe, as an app writes it: `TypeOrmModule.forRoot()` owns the
+ * The @nestjs/typeorm recipe of docs/getting-started.md, as an app writes it: `TypeOrmModule.forRoot()` owns the
  * connection, `JobsModule.forRootAsync()` shares its `DataSource`, jobs are enqueued in the app's
  * own transactions, and a report reads history through the exported entities, here in a schema
  * other than the default (so through `jobsEntities(schema)`).

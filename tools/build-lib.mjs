@@ -4,7 +4,7 @@
 //
 //   node tools/build-lib.mjs [--out <folder>]   (default dist/jobs; tests build into folders of their own)
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -131,5 +131,12 @@ const manifest = {
   },
 };
 writeFileSync(new URL('package.json', out), JSON.stringify(manifest, null, 2) + '\n');
-copyFileSync(new URL('README.md', root), new URL('README.md', out));
+// The README with the guide it links to (docs/), so that its relative links resolve in the package.
+for (const file of ['README.md', 'CHANGELOG.md'])
+  copyFileSync(new URL(file, root), new URL(file, out));
+mkdirSync(new URL('docs/', out), { recursive: true });
+for (const file of readdirSync(new URL('docs/', root))) {
+  if (/\.(md|png)$/.test(file))
+    copyFileSync(new URL(`docs/${file}`, root), new URL(`docs/${file}`, out));
+}
 console.log(`Built ${manifest.name}@${manifest.version} into dist/jobs`);

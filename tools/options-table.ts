@@ -1,6 +1,6 @@
-// Prints the README's options table from OPTION_TABLE (libs/jobs/src/options/option-table.ts),
+// Prints the options table of docs/options.md from OPTION_TABLE (libs/jobs/src/options/option-table.ts),
 // where each option's default, meaning and check are defined together; with `--write`, replaces
-// the table under "### Options" in README.md. `option-table.spec.ts` fails while the two differ.
+// the table under the "# Options" heading of docs/options.md. `option-table.spec.ts` fails while the two differ.
 //
 //   node --import ./tools/ts-loader/register.mjs tools/options-table.ts [--write]
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -21,17 +21,17 @@ const table = [
 ];
 
 if (process.argv.includes('--write')) {
-  const readmeUrl = new URL('../README.md', import.meta.url);
-  const readme = readFileSync(readmeUrl, 'utf8').split('\n');
-  const start = readme.findIndex(
-    (text, index) => text.startsWith('| option') && readme[index - 2] === '### Options',
+  const pageUrl = new URL('../docs/options.md', import.meta.url);
+  const page = readFileSync(pageUrl, 'utf8').split('\n');
+  const start = page.findIndex(
+    (text, index) => text.startsWith('| option') && page[index - 2] === '# Options',
   );
-  if (start < 0) throw new Error('README.md has no table right under "### Options"');
+  if (start < 0) throw new Error('docs/options.md has no table right under "# Options"');
   let end = start;
-  while (readme[end]?.startsWith('|')) end++;
-  readme.splice(start, end - start, ...table);
-  writeFileSync(readmeUrl, readme.join('\n'));
-  console.log(`README.md: options table rewritten (${rows.length - 1} options)`);
+  while (page[end]?.startsWith('|')) end++;
+  page.splice(start, end - start, ...table);
+  writeFileSync(pageUrl, page.join('\n'));
+  console.log(`docs/options.md: options table rewritten (${rows.length - 1} options)`);
 } else {
   console.log(table.join('\n'));
 }

@@ -1,11 +1,11 @@
 /**
- * An oracle for cron slots, written from the README's daylight-saving rules and from nothing of the
+ * An oracle for cron slots, written from the daylight-saving rules of docs/cron.md and from nothing of the
  * library: its own reading of the cron fields, its own table of offsets, and brute force over
  * every minute of the timeline. What it covers of cron syntax is what the differential matrix
  * uses: numbers, names, `*`, `?`, ranges, steps, lists, day-of-month `L`, weekday `nL` and `n#k`,
  * the `@` aliases; day-of-month and weekday both restricted match either (Vixie cron).
  *
- * The rules, as the README states them:
+ * The rules, as docs/cron.md states them:
  * - a wall-clock time that does not exist (spring forward) runs once, shifted forward by the gap;
  * - a wall-clock time that happens twice (fall back) runs at its first occurrence; also at its
  *   second when the hour field names every hour (the schedule runs by elapsed time);

@@ -8,7 +8,7 @@ import { toError } from './errors.js';
  *
  * Jitter only ever shortens: an interval stays the longest wait between two runs, which is what
  * other options are checked against (`instanceTimeout` at least two `heartbeatInterval`s,
- * `missedSlotGrace` longer than `pollingCheck`) and what the README promises ("within
+ * `missedSlotGrace` longer than `pollingCheck`) and what the guide promises ("within
  * `instanceTimeout` plus one reaper interval").
  */
 export const TICK_JITTER = 0.1;

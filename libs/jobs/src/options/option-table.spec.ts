@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { OPTION_TABLE } from './option-table.js';
 
-/** The cells of the table under the README's "### Options" heading, header row first. */
-function readmeOptionsTable(): string[][] {
-  const readme = readFileSync(new URL('../../../../README.md', import.meta.url), 'utf8');
-  const [, section = ''] = readme.split('\n### Options\n');
+/** The cells of the table under the "# Options" heading of docs/options.md, header row first. */
+function documentedOptionsTable(): string[][] {
+  const page = readFileSync(new URL('../../../../docs/options.md', import.meta.url), 'utf8');
+  const [, section = ''] = page.split(/^# Options\n/m);
   const lines = section.trimStart().split('\n');
   const table = lines.slice(
     0,
@@ -20,9 +20,9 @@ function readmeOptionsTable(): string[][] {
     );
 }
 
-describe("the README's options table", () => {
+describe("docs/options.md's options table", () => {
   it('lists every option of OPTION_TABLE in its order, with its default and meaning', () => {
-    expect(readmeOptionsTable()).toEqual([
+    expect(documentedOptionsTable()).toEqual([
       ['option', 'default', 'meaning'],
       ...Object.entries(OPTION_TABLE).map(([name, entry]) => [
         `\`${name}\``,

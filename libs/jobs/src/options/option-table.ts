@@ -16,13 +16,13 @@ import type { JobsModuleOptions } from './jobs-module-options.interface.js';
 import { resolveQueues } from './resolve-queues.js';
 
 /**
- * One option of `JobsModule`: its default, what it means, and its check. The README's options
+ * One option of `JobsModule`: its default, what it means, and its check. The options
  * table is printed from these (`tools/options-table.ts`), and a spec holds the two equal.
  */
 export interface OptionEntry<T> {
-  /** The default, as the README shows it. */
+  /** The default, as docs/options.md shows it. */
   readonly default: string;
-  /** What the option means, in one line of the README. */
+  /** What the option means, in one line of docs/options.md. */
   readonly doc: string;
   /**
    * Checks a given value, throwing an `InvalidModuleOptionError` that names the option and the
@@ -62,7 +62,7 @@ function toggle(fallback: boolean, doc: string): OptionEntry<boolean> {
   };
 }
 
-/** Every option of `JobsModuleOptions`, in the README's order. */
+/** Every option of `JobsModuleOptions`, in docs/options.md's order. */
 export const OPTION_TABLE = {
   connection: {
     default: NONE,

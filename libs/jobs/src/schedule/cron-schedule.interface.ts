@@ -31,7 +31,7 @@ export type OverlapPolicy = 'allow' | 'skip';
 /**
  * A cron schedule: `JobsModule.forRoot({ schedules })`, `CronPlannerService.setSchedule()`.
  *
- * Time zones and daylight saving (README, "Time zones and daylight saving", states the rules):
+ * Time zones and daylight saving (docs/cron.md, "Time zones and daylight saving", states the rules):
  * - a wall-clock time that does not exist (spring forward) runs once, shifted forward by the gap:
  *   `30 2 * * *` in `Europe/Berlin` runs at 03:30 CEST on the last Sunday of March;
  * - a wall-clock time that happens twice (fall back) runs once, at its first occurrence:

@@ -84,7 +84,7 @@ describe('H fields (issue 32, defect 4)', () => {
 });
 
 describe('hour steps name fixed wall-clock hours (issue 32, defect 5)', () => {
-  it('runs 0 */2 * * * once at the repeated 02:00 in Berlin, as the README says', () => {
+  it('runs 0 */2 * * * once at the repeated 02:00 in Berlin, as docs/cron.md says', () => {
     expect(
       expand('0 */2 * * *', 'Europe/Berlin', '2026-10-24T21:00:00Z', '2026-10-25T04:00:00Z'),
     ).toEqual([

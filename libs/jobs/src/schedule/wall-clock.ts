@@ -41,7 +41,7 @@ export function offsetsAround(timezone: string, time: number): readonly [number,
 }
 
 /**
- * The instants a schedule runs wall-clock time `wall` of `timezone` at, by the README's rules:
+ * The instants a schedule runs wall-clock time `wall` of `timezone` at, by the rules of docs/cron.md:
  * - a time that exists once runs then;
  * - a time in a gap (spring forward) runs once, shifted forward by the gap: read with the offset
  *   before the change;
