@@ -20,6 +20,11 @@ export default tseslint.config(
     },
   },
   {
+    // The scaffold check's CommonJS app loads its AppModule in a test with a typed require().
+    files: ['tools/scaffold-check/templates/cjs/**/*.ts'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // CommonJS fixtures: what a CommonJS app writes to load the package.
     files: ['**/*.cjs'],
     languageOptions: {

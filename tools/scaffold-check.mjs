@@ -1,8 +1,9 @@
 // The scaffold check: what a new user does, run end to end. Makes an app with the official Nest CLI
 // (ESM with Vitest, or CommonJS with Jest), installs the packed library into it, adds the README's
 // quick start (tools/scaffold-check/templates), builds it with the app's own `npm run build`,
-// boots `node dist/main` and enqueues over HTTP, then runs the app's own e2e test, which uses
-// `nestjs-pg-jobs/testing` and runs a worker task from its TypeScript source.
+// type-checks its tests too, boots `node dist/main` and enqueues over HTTP, then runs the app's
+// own e2e test, which uses `nestjs-pg-jobs/testing` and runs a worker task from its TypeScript
+// source.
 //
 //   node tools/scaffold-check.mjs --type esm|cjs [--keep]   (--keep leaves the app in its temp folder)
 //
@@ -270,6 +271,10 @@ try {
     addTemplates(join(templates, type), app);
   });
   await step('npm run build', () => run('npm', ['run', 'build'], { cwd: app }));
+  // What the user's editor says of src/ and test/: the runners transpile without type-checking.
+  await step('tsc --noEmit -p tsconfig.json (src and test)', () =>
+    run('npx', ['tsc', '--noEmit', '-p', 'tsconfig.json'], { cwd: app }),
+  );
   await step('node dist/main: enqueue over HTTP with promise: true', () =>
     bootAndEnqueue(app, databaseUrl),
   );

@@ -2,26 +2,28 @@ import { Test } from '@nestjs/testing';
 import type { INestApplication } from '@nestjs/common';
 import { createTestDatabase, runUntilIdle } from 'nestjs-pg-jobs/testing';
 import type { TestDatabase } from 'nestjs-pg-jobs/testing';
-import { Mailer } from '../src/mailer.js';
+import { Mailer } from '../src/mailer';
 
+// Stands in for the app's Mailer, and keeps what it was asked to send.
+const mailer = {
+  sent: [] as string[],
+  send(to: string) {
+    this.sent.push(to);
+    return `sent to ${to}`;
+  },
+};
 let db: TestDatabase;
 let app: INestApplication;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   process.env.DATABASE_URL = db.url;
-  // Imported now, not at the top: `JobsModule.forRoot({ connection: process.env.DATABASE_URL })`
+  // Loaded now, not at the top: `JobsModule.forRoot({ connection: process.env.DATABASE_URL })`
   // reads the variable when its module is evaluated (forRootAsync's factory reads it at boot).
-  const { AppModule } = await import('../src/app.module.js');
+  const { AppModule } = require('../src/app.module') as typeof import('../src/app.module');
   const module = await Test.createTestingModule({ imports: [AppModule] })
     .overrideProvider(Mailer)
-    .useValue({
-      sent: [] as string[],
-      send(to: string) {
-        this.sent.push(to);
-        return `sent to ${to}`;
-      },
-    })
+    .useValue(mailer)
     .compile();
   app = module.createNestApplication();
   await app.listen(0);
@@ -46,7 +48,7 @@ it('runs an in-process task with its injected provider', async () => {
     'sent to ada@example.com',
   );
   await runUntilIdle(app);
-  expect(app.get(Mailer).sent).toEqual(['ada@example.com']);
+  expect(mailer.sent).toEqual(['ada@example.com']);
 });
 
 it('runs a worker task from its TypeScript source in a pool thread', async () => {
