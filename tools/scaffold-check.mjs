@@ -10,7 +10,7 @@
 // Needs the npm registry and PostgreSQL (DATABASE_URL's server, else 127.0.0.1:5432, user postgres):
 // it creates a database of its own there and drops it. Runs on the `node` on PATH (.ci/run runs
 // it on each Node leg). Exits non-zero on the first failing step, printing that step's output.
-/* global fetch */
+/* global AbortSignal, fetch */
 import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -137,6 +137,7 @@ async function http(base, path, body) {
     method: body === undefined ? 'GET' : 'POST',
     headers: { 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
   });
   const text = await res.text();
   if (!res.ok) throw new StepError(`${path} answered ${res.status}: ${text}`);
@@ -170,7 +171,7 @@ async function bootAndEnqueue(app, databaseUrl) {
     for (;;) {
       const outcome = await Promise.race([
         exited.then((code) => `exited with ${code}`),
-        fetch(`${base}/health`).then(
+        fetch(`${base}/health`, { signal: AbortSignal.timeout(5_000) }).then(
           (res) => res.status,
           () => undefined,
         ),
@@ -194,6 +195,12 @@ async function bootAndEnqueue(app, databaseUrl) {
       'hourlyDigest',
       'nightlyReport',
     ]);
+    const nightly = await http(base, '/jobs/schedules/nightlyReport/trigger', {});
+    expectEqual(
+      'the @Cron() method, triggered',
+      [nightly.task, nightly.state],
+      ['nightlyReport', 'completed'],
+    );
     const health = await http(base, '/health');
     expectEqual('the health check', [health.status, health.info?.jobs?.workerPool], ['ok', 'up']);
   } catch (error) {

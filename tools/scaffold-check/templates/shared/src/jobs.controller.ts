@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Post } from '@nestjs/common';
+import { Body, Controller, Get, Param, Post } from '@nestjs/common';
 import { CronPlannerService, JobQueueService } from 'nestjs-pg-jobs';
 
 @Controller('jobs')
@@ -22,5 +22,13 @@ export class JobsController {
   @Get('schedules')
   async schedules() {
     return (await this.planner.listSchedules()).map((schedule) => schedule.name);
+  }
+
+  /** Runs a schedule once now, as a slot of it, and answers with the job once it has completed. */
+  @Post('schedules/:name/trigger')
+  async trigger(@Param('name') name: string) {
+    const id = await this.planner.triggerSchedule(name);
+    await this.queue.waitForJob(id); // throws unless it completes
+    return this.queue.getJob(id);
   }
 }
