@@ -24,7 +24,10 @@ import pg from 'pg';
 
 /** The CLI a new user runs, pinned so that a CLI release cannot change the check unseen. */
 const NEST_CLI = '@nestjs/cli@12.0.15';
-/** Jest runs a CommonJS app's tests in `vm` contexts, which load ES modules with require() from 24.9. */
+/**
+ * Jest require()s ES modules from Node 24.9: before, a CommonJS Nest 12 app's Jest cannot load
+ * `@nestjs/testing` (an ES module) at all, whatever this package does ("Must use import").
+ */
 const CJS_MIN_NODE = [24, 9];
 
 const root = fileURLToPath(new URL('../', import.meta.url));
