@@ -1,6 +1,8 @@
 // The scaffold check: what a new user does, run end to end. Makes an app with the official Nest CLI
-// (ESM with Vitest, or CommonJS with Jest), installs the packed library into it, adds the README's
-// quick start (tools/scaffold-check/templates), builds it with the app's own `npm run build`,
+// (ESM with Vitest, or CommonJS with Jest), installs the packed library into it, adds the quick
+// start as README.md and docs/ write it (tools/scaffold-check/templates: an in-process task with an
+// injected provider, a worker task, a schedule, a bridged `@Cron()` method, the health indicator,
+// the testing kit), builds it with the app's own `npm run build`,
 // type-checks its tests too, boots `node dist/main` and enqueues over HTTP, then runs the app's
 // own e2e test, which uses `nestjs-pg-jobs/testing` and runs a worker task from its TypeScript
 // source.
