@@ -2,10 +2,9 @@
 // (ESM with Vitest, or CommonJS with Jest), installs the packed library into it, adds the quick
 // start as README.md and docs/ write it (tools/scaffold-check/templates: an in-process task with an
 // injected provider, a worker task, a schedule, a bridged `@Cron()` method, the health indicator,
-// the testing kit), builds it with the app's own `npm run build`,
-// type-checks its tests too, boots `node dist/main` and enqueues over HTTP, then runs the app's
-// own e2e test, which uses `nestjs-pg-jobs/testing` and runs a worker task from its TypeScript
-// source.
+// the testing kit), builds it with the app's own `npm run build`, type-checks its tests too, boots
+// `node dist/main` and enqueues over HTTP, then runs the app's own e2e test, which uses
+// `nestjs-pg-jobs/testing` and runs a worker task from its TypeScript source.
 //
 //   node tools/scaffold-check.mjs --type esm|cjs [--keep]   (--keep leaves the app in its temp folder)
 //
