@@ -7,7 +7,7 @@ export default {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: {
     '^nestjs-pg-jobs$': '<rootDir>/libs/jobs/src/index.ts',
-    '^nestjs-pg-jobs/schedule$': '<rootDir>/libs/jobs/src/schedule-bridge/index.ts',
+    '^nestjs-pg-jobs/schedule$': '<rootDir>/libs/jobs/src/cron-bridge/index.ts',
     '^nestjs-pg-jobs/testing$': '<rootDir>/libs/jobs/src/testing/index.ts',
     '^nestjs-pg-jobs/health$': '<rootDir>/libs/jobs/src/health/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',

@@ -19,7 +19,7 @@ import type { JobTaskHandler } from 'nestjs-pg-jobs';
 import { resolveJobsOptions } from '../libs/jobs/src/options/resolve-options.js';
 import { AttemptAbortController } from '../libs/jobs/src/attempt/attempt-abort-controller.js';
 import { runWithTimeout } from '../libs/jobs/src/attempt/run-with-timeout.js';
-import { WorkerPool } from '../libs/jobs/src/worker-pool/worker-pool.service.js';
+import { WorkerPool } from '../libs/jobs/src/worker-pool/worker-pool.js';
 import { createDatabase, resolveDatabaseServer } from '../tools/dev-database.js';
 import { summarise } from './stats.js';
 

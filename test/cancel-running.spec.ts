@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { JobCancelledError } from 'nestjs-pg-jobs';
-import { JobRunner } from '../libs/jobs/src/runner/job-runner.service.js';
+import { JobRunner } from '../libs/jobs/src/runner/job-runner.js';
 import { collectReports } from './fixtures/workers/report.js';
 import { useCluster } from './support/cluster.js';
 import { abortReasons, GatedTask, openGate, settled, started } from './support/gated-task.js';

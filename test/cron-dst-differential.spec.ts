@@ -1,5 +1,8 @@
 import { CronPlannerService } from 'nestjs-pg-jobs';
-import { expandSlots, latestSlotAtOrBefore } from '../libs/jobs/src/schedule/slot-expansion.js';
+import {
+  expandSlots,
+  latestSlotAtOrBefore,
+} from '../libs/jobs/src/cron-schedule/slot-expansion.js';
 import { OffsetTable, oracleSlots } from './support/cron-oracle.js';
 import { startJobsApp } from './support/jobs-app.js';
 import { useTestDatabase } from './support/test-database.js';

@@ -7,7 +7,7 @@ import {
   JobTask,
 } from 'nestjs-pg-jobs';
 import type { CronScheduleOptions, JobTaskHandler, JobsModuleOptions } from 'nestjs-pg-jobs';
-import { expandSlots } from '../libs/jobs/src/schedule/slot-expansion.js';
+import { expandSlots } from '../libs/jobs/src/cron-schedule/slot-expansion.js';
 import pg from 'pg';
 import { startJobsApp, waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';

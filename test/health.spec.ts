@@ -7,7 +7,7 @@ import type { JobsModuleOptions } from 'nestjs-pg-jobs';
 import { JobsHealthIndicator } from 'nestjs-pg-jobs/health';
 import { healthSql } from '../libs/jobs/src/health/health.sql.js';
 import { toSchemaName } from '../libs/jobs/src/database/schema-name.js';
-import { WorkerPool } from '../libs/jobs/src/worker-pool/worker-pool.service.js';
+import { WorkerPool } from '../libs/jobs/src/worker-pool/worker-pool.js';
 import { startHttpJobsApp } from './support/http-app.js';
 import type { HttpJobsApp } from './support/http-app.js';
 import { quietLogger, startJobsApp, waitFor } from './support/jobs-app.js';

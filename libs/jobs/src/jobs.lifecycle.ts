@@ -5,22 +5,22 @@ import type {
   OnApplicationShutdown,
   OnModuleInit,
 } from '@nestjs/common';
-import { CronPlannerService } from './cron/cron-planner.service.js';
+import { CronPlannerService } from './cron-planner/cron-planner.service.js';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
-import { InstanceHeartbeat } from './instances/instance-heartbeat.service.js';
+import { InstanceHeartbeat } from './instances/instance-heartbeat.js';
 import { NotificationListener } from './notify/notification-listener.js';
 import { InvalidJobTaskOptionError } from './errors/jobs.errors.js';
 import { attemptOverrun, OVERRUN_HAZARD } from './options/attempt-overrun.js';
 import { JOBS_OPTIONS } from './options/resolved-options.js';
 import type { ResolvedJobsOptions } from './options/resolved-options.js';
-import { CompletionWaiters } from './queue/completion-waiters.js';
-import { QueueStateService } from './queues/queue-state.service.js';
+import { CompletionWaiters } from './job-queue/completion-waiters.js';
+import { QueueStateService } from './queue-state/queue-state.service.js';
 import { ReaperService } from './reaper/reaper.service.js';
 import { RetentionService } from './retention/retention.service.js';
-import { JobRunner } from './runner/job-runner.service.js';
+import { JobRunner } from './runner/job-runner.js';
 import { SchemaMigrator } from './schema/schema-migrator.js';
-import { WorkerPool } from './worker-pool/worker-pool.service.js';
+import { WorkerPool } from './worker-pool/worker-pool.js';
 
 /**
  * Starts and stops the module's parts in an order that loses nothing:

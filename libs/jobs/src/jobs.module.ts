@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { CronPlannerService } from './cron/cron-planner.service.js';
+import { CronPlannerService } from './cron-planner/cron-planner.service.js';
 import { JobsDatabase } from './database/jobs-database.js';
 import { TaskRegistry } from './discovery/task-registry.js';
-import { InstanceHeartbeat } from './instances/instance-heartbeat.service.js';
-import { LifecycleEmitter } from './events/lifecycle-emitter.js';
+import { InstanceHeartbeat } from './instances/instance-heartbeat.js';
+import { JobEventEmitter } from './events/job-event-emitter.js';
 import { JobEventsService } from './events/job-events.service.js';
 import { JobsLifecycle } from './jobs.lifecycle.js';
 import { JOBS_MODULE_OPTIONS, JobsConfigurableModule } from './jobs.module-definition.js';
@@ -13,14 +13,14 @@ import type { JobsModuleOptions } from './options/jobs-module-options.interface.
 import { resolveJobsOptions } from './options/resolve-options.js';
 import { JOBS_OPTIONS } from './options/resolved-options.js';
 import type { ResolvedJobsOptions } from './options/resolved-options.js';
-import { CompletionWaiters } from './queue/completion-waiters.js';
-import { JobQueueService } from './queue/job-queue.service.js';
-import { QueueStateService } from './queues/queue-state.service.js';
+import { CompletionWaiters } from './job-queue/completion-waiters.js';
+import { JobQueueService } from './job-queue/job-queue.service.js';
+import { QueueStateService } from './queue-state/queue-state.service.js';
 import { ReaperService } from './reaper/reaper.service.js';
 import { RetentionService } from './retention/retention.service.js';
-import { JobRunner } from './runner/job-runner.service.js';
+import { JobRunner } from './runner/job-runner.js';
 import { JobsTelemetry } from './telemetry/jobs-telemetry.js';
-import { WorkerPool } from './worker-pool/worker-pool.service.js';
+import { WorkerPool } from './worker-pool/worker-pool.js';
 
 /**
  * The job queue and scheduler on the app's PostgreSQL.
@@ -54,7 +54,7 @@ import { WorkerPool } from './worker-pool/worker-pool.service.js';
     NotificationListener,
     CompletionWaiters,
     QueueStateService,
-    LifecycleEmitter,
+    JobEventEmitter,
     JobEventsService,
     JobQueueService,
     WorkerPool,

@@ -1,8 +1,8 @@
 import { JOB_ID_PATTERN, NAME_PATTERN, NAME_RULE } from '../common/names.js';
 import { BadRequestException } from '@nestjs/common';
 import { JOB_STATES } from '../common/job-states.js';
-import type { JobState } from '../queue/job-info.interface.js';
-import type { JobFilter } from '../queue/job-filter.interface.js';
+import type { JobState } from '../job-queue/job-info.interface.js';
+import type { JobFilter } from '../job-queue/job-filter.interface.js';
 
 /** What `GET api/jobs` accepts, validated. */
 export interface JobListQuery {

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { JobSnooze } from '../errors/jobs.errors.js';
-import type { MissedSlotPolicy, OverlapPolicy } from '../schedule/cron-schedule.interface.js';
+import type { MissedSlotPolicy, OverlapPolicy } from '../cron-schedule/cron-schedule.interface.js';
 
 /**
  * What a running task knows about its job.

@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Observable, filter } from 'rxjs';
-import { LifecycleEmitter } from './lifecycle-emitter.js';
-import type { JobLifecycleEvent, JobLifecycleEventType } from './job-lifecycle-event.interface.js';
+import { JobEventEmitter } from './job-event-emitter.js';
+import type { JobLifecycleEvent, JobLifecycleEventType } from './job-event.interface.js';
 
 /**
- * Job lifecycle events of this instance, as an rxjs `Observable`. Inject it anywhere in the app:
+ * Job events of this instance, as an rxjs `Observable`. Inject it anywhere in the app:
  *
  * ```ts
  * constructor(events: JobEventsService) {
@@ -24,7 +24,7 @@ export class JobEventsService {
   readonly events$: Observable<JobLifecycleEvent>;
 
   /** @internal Nest constructs it: its parameters are the module's internals. */
-  constructor(@Inject(LifecycleEmitter) events: LifecycleEmitter) {
+  constructor(@Inject(JobEventEmitter) events: JobEventEmitter) {
     this.events$ = new Observable<JobLifecycleEvent>((subscriber) =>
       events.listen((event) => subscriber.next(event)),
     );

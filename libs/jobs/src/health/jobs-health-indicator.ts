@@ -11,7 +11,7 @@ import { NotificationListener } from '../notify/notification-listener.js';
 import type { ListenStatus } from '../notify/notification-listener.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
-import { WorkerPool } from '../worker-pool/worker-pool.service.js';
+import { WorkerPool } from '../worker-pool/worker-pool.js';
 import { healthSql } from './health.sql.js';
 import { loadTerminusPeer } from './terminus-peer.js';
 import { DEFAULT_HEALTH_MAX_LAG, DEFAULT_HEALTH_TIMEOUT } from './jobs-health-options.interface.js';

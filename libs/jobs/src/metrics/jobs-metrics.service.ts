@@ -6,8 +6,8 @@ import { toError } from '../common/errors.js';
 import { findInApp } from '../common/find-in-app.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
-import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
-import type { JobLifecycleEvent } from '../events/job-lifecycle-event.interface.js';
+import { JobEventEmitter } from '../events/job-event-emitter.js';
+import type { JobLifecycleEvent } from '../events/job-event.interface.js';
 import type {
   JobsMetricsModuleOptions,
   MetricsRegistry,
@@ -138,11 +138,7 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
     this.db = findInApp(this.moduleRef, JobsDatabase, 'JobsMetricsModule');
     this.tasks = findInApp(this.moduleRef, TaskRegistry, 'JobsMetricsModule');
     this.sql = metricsSql(this.db.schema);
-    const events = findInApp<LifecycleEmitter>(
-      this.moduleRef,
-      LifecycleEmitter,
-      'JobsMetricsModule',
-    );
+    const events = findInApp<JobEventEmitter>(this.moduleRef, JobEventEmitter, 'JobsMetricsModule');
     this.unlisten = events.listen((event) => this.count(event));
   }
 

@@ -1,7 +1,7 @@
 import type { ResourceLimits } from 'node:worker_threads';
 import type { PoolConfig } from 'pg';
 import type { DataSource } from 'typeorm';
-import type { CronScheduleOptions } from '../schedule/cron-schedule.interface.js';
+import type { CronScheduleOptions } from '../cron-schedule/cron-schedule.interface.js';
 import type { QueueOptions } from './queue-options.interface.js';
 
 /**

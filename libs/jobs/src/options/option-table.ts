@@ -9,7 +9,7 @@ import type { DataSource } from 'typeorm';
 import { optionChecks } from '../common/option-checks.js';
 import { toSchemaName } from '../database/schema-name.js';
 import { InvalidModuleOptionError } from '../errors/jobs.errors.js';
-import type { CronScheduleOptions } from '../schedule/cron-schedule.interface.js';
+import type { CronScheduleOptions } from '../cron-schedule/cron-schedule.interface.js';
 import { typescriptSourceOf } from '../typescript-workers/typescript-files.js';
 import * as defaults from './defaults.js';
 import type { JobsModuleOptions } from './jobs-module-options.interface.js';

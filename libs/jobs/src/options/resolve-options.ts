@@ -1,5 +1,5 @@
 import { assertOptionsObject } from '../common/assert-options-object.js';
-import { validateSchedule } from '../schedule/validate-schedule.js';
+import { validateSchedule } from '../cron-schedule/validate-schedule.js';
 import { attemptOverrun, OVERRUN_HAZARD } from './attempt-overrun.js';
 import * as defaults from './defaults.js';
 import type { JobsModuleOptions } from './jobs-module-options.interface.js';

@@ -1,6 +1,6 @@
 import type { ResourceLimits } from 'node:worker_threads';
 import type { DatabaseOptions } from '../database/jobs-database.js';
-import type { ValidatedSchedule } from '../schedule/validate-schedule.js';
+import type { ValidatedSchedule } from '../cron-schedule/validate-schedule.js';
 import type { ResolvedQueueOptions } from './resolve-queues.js';
 
 /**

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
-import { InstanceHeartbeat } from '../instances/instance-heartbeat.service.js';
+import { InstanceHeartbeat } from '../instances/instance-heartbeat.js';
 import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { toError } from '../common/errors.js';
 import type { JobsDatabase } from '../database/jobs-database.js';
-import type { LifecycleEmitter } from '../events/lifecycle-emitter.js';
+import type { JobEventEmitter } from '../events/job-event-emitter.js';
 import { progressNotification } from '../notify/notification-protocol.js';
 import type { ProgressNotification } from '../notify/notification-protocol.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
@@ -42,7 +42,7 @@ export class AttemptProgress {
     private readonly db: JobsDatabase,
     private readonly sql: RunnerSql,
     private readonly channel: string,
-    private readonly events: LifecycleEmitter,
+    private readonly events: JobEventEmitter,
     private readonly logger: Logger,
   ) {
     this.intervalMs = options.progressInterval * 1000;

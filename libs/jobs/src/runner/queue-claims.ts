@@ -3,7 +3,7 @@ import type { TaskRegistry } from '../discovery/task-registry.js';
 import { hasClusterLimit } from '../options/resolve-queues.js';
 import type { ResolvedQueueOptions } from '../options/resolve-queues.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
-import type { QueueStateService } from '../queues/queue-state.service.js';
+import type { QueueStateService } from '../queue-state/queue-state.service.js';
 import type { ClaimRow, LimitedClaimRow, RunnerSql } from './runner.sql.js';
 
 /**

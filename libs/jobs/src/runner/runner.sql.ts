@@ -1,7 +1,7 @@
 import type { AttemptJob } from '../attempt/attempt-job.js';
 import { preparedStatement } from '../database/prepared-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
-import type { SkipReason } from '../events/job-lifecycle-event.interface.js';
+import type { SkipReason } from '../events/job-event.interface.js';
 import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
 
 /** A claimed job, as the runner holds it while the attempt runs. */
@@ -146,7 +146,7 @@ export function runnerSql({ quoted: s }: SchemaName) {
         -- ids: the delete then goes straight to each row instead of down the primary key. A ctid
         -- is stable here: the rows are locked from the moment it is read, and the only updates of
         -- jobs rows (waitForJob's "awaited" flag, migration 6's one-off backfill) leave a row they
-        -- race with for the next claim (see queue.sql.ts, awaitJob).
+        -- race with for the next claim (see job-queue.sql.ts, awaitJob).
         DELETE FROM ${s}.jobs c
         WHERE ctid = ANY(ARRAY(${pick}
         ))

@@ -9,7 +9,7 @@ import type { JobsDatabase } from '../database/jobs-database.js';
 import type { JobBackoff } from '../discovery/job-task.interfaces.js';
 import type { TaskRegistry } from '../discovery/task-registry.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
-import type { WorkerPool } from '../worker-pool/worker-pool.service.js';
+import type { WorkerPool } from '../worker-pool/worker-pool.js';
 import { fromThread } from '../worker-pool/worker-dispatcher.js';
 import type { WorkerJobOutcome } from '../worker-pool/worker-protocol.js';
 import type { RunningAttempt } from './running-attempts.js';

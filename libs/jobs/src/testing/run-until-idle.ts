@@ -4,7 +4,7 @@ import { ModuleRef } from '@nestjs/core';
 import { findInApp } from '../common/find-in-app.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { JobsNotIdleError } from '../errors/jobs.errors.js';
-import { JobRunner } from '../runner/job-runner.service.js';
+import { JobRunner } from '../runner/job-runner.js';
 import { testingSql } from './testing.sql.js';
 
 /**

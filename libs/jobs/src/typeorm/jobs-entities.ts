@@ -2,7 +2,7 @@ import { Column, Entity, PrimaryColumn } from './mapping-decorators.js';
 import type { ColumnType } from 'typeorm';
 import { toSchemaName } from '../database/schema-name.js';
 import { DEFAULT_SCHEMA } from '../options/defaults.js';
-import type { JobState } from '../queue/job-info.interface.js';
+import type { JobState } from '../job-queue/job-info.interface.js';
 
 /*
  * Read-only TypeORM mappings of the module's tables, for reports with an app's own repositories.

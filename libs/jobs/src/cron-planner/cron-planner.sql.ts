@@ -1,5 +1,5 @@
 import type { SchemaName } from '../database/schema-name.js';
-import type { ScheduleInfo } from '../schedule/cron-schedule.interface.js';
+import type { ScheduleInfo } from '../cron-schedule/cron-schedule.interface.js';
 
 /** A `jobSchedule` row as the planner reads it. */
 export interface ScheduleRow extends ScheduleInfo {

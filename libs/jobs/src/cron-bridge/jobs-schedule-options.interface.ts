@@ -1,4 +1,4 @@
-import type { MissedSlotPolicy } from '../schedule/cron-schedule.interface.js';
+import type { MissedSlotPolicy } from '../cron-schedule/cron-schedule.interface.js';
 
 /** Retries of a bridged `@Cron()` method by default: none, as under `@nestjs/schedule`. */
 export const DEFAULT_BRIDGED_CRON_MAX_RETRIES = 0;

@@ -34,7 +34,7 @@ export interface ValidatedJobFilter<State extends JobState> {
   readonly before: Date | null;
 }
 
-/** Every field a filter may have; each is also a condition of the statements' `matching` (queue.sql.ts). */
+/** Every field a filter may have; each is also a condition of the statements' `matching` (job-queue.sql.ts). */
 const KNOWN_KEYS = new Set<string>(['task', 'queue', 'state', 'before']);
 
 /**

@@ -6,9 +6,9 @@ import { isConnectionError } from '../database/connection-errors.js';
 import type { JobsDatabase } from '../database/jobs-database.js';
 import { EndingNotRecordedError } from '../errors/jobs.errors.js';
 import { endNotification } from '../notify/notification-protocol.js';
-import type { LifecycleEmitter } from '../events/lifecycle-emitter.js';
+import type { JobEventEmitter } from '../events/job-event-emitter.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
-import type { CompletionWaiters } from '../queue/completion-waiters.js';
+import type { CompletionWaiters } from '../job-queue/completion-waiters.js';
 import { CompletionBatcher } from './completion-batcher.js';
 import { retryWhileUnreachable } from './retry-while-unreachable.js';
 import type { RunnerSql } from './runner.sql.js';
@@ -34,7 +34,7 @@ type Failed = Extract<AttemptEnding, { outcome: 'failed' }>;
  * is recorded without the task's message; only if that is refused too does the attempt stay
  * active (`EndingNotRecordedError`), for the reaper.
  */
-export class AttemptEndings {
+export class AttemptEndingWriter {
   private readonly completions: CompletionBatcher;
 
   constructor(
@@ -43,7 +43,7 @@ export class AttemptEndings {
     private readonly sql: RunnerSql,
     private readonly channel: string,
     private readonly waiters: CompletionWaiters,
-    private readonly events: LifecycleEmitter,
+    private readonly events: JobEventEmitter,
     private readonly logger: Logger,
   ) {
     this.completions = new CompletionBatcher(db, sql.complete, channel);

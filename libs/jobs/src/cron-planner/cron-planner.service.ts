@@ -15,12 +15,15 @@ import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protoco
 import { DEFAULT_QUEUE } from '../options/defaults.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
-import type { CronScheduleOptions, ScheduleInfo } from '../schedule/cron-schedule.interface.js';
-import { validateSchedule } from '../schedule/validate-schedule.js';
-import type { ValidatedSchedule } from '../schedule/validate-schedule.js';
-import { cronSql } from './cron.sql.js';
-import type { CronSql, ScheduleRow } from './cron.sql.js';
-import { expandSlots, latestSlotAtOrBefore } from '../schedule/slot-expansion.js';
+import type {
+  CronScheduleOptions,
+  ScheduleInfo,
+} from '../cron-schedule/cron-schedule.interface.js';
+import { validateSchedule } from '../cron-schedule/validate-schedule.js';
+import type { ValidatedSchedule } from '../cron-schedule/validate-schedule.js';
+import { cronSql } from './cron-planner.sql.js';
+import type { CronSql, ScheduleRow } from './cron-planner.sql.js';
+import { expandSlots, latestSlotAtOrBefore } from '../cron-schedule/slot-expansion.js';
 
 /**
  * How long a slot row outlives its slot (and its job's claim). Planners only expand slots after

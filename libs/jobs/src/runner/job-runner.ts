@@ -4,17 +4,17 @@ import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { EndingNotRecordedError, JobCancelledError } from '../errors/jobs.errors.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
-import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
-import type { SkipReason } from '../events/job-lifecycle-event.interface.js';
+import { JobEventEmitter } from '../events/job-event-emitter.js';
+import type { SkipReason } from '../events/job-event.interface.js';
 import { channelFor } from '../notify/notification-protocol.js';
 import type { ProgressNotification } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
-import { CompletionWaiters } from '../queue/completion-waiters.js';
-import { QueueStateService } from '../queues/queue-state.service.js';
+import { CompletionWaiters } from '../job-queue/completion-waiters.js';
+import { QueueStateService } from '../queue-state/queue-state.service.js';
 import { JobsTelemetry } from '../telemetry/jobs-telemetry.js';
-import { WorkerPool } from '../worker-pool/worker-pool.service.js';
-import { AttemptEndings } from './attempt-endings.js';
+import { WorkerPool } from '../worker-pool/worker-pool.js';
+import { AttemptEndingWriter } from './attempt-ending-writer.js';
 import { AttemptProgress } from './attempt-progress.js';
 import { QueueClaims } from './queue-claims.js';
 import { runnerSql } from './runner.sql.js';
@@ -32,7 +32,7 @@ const SKIP_EXPLANATIONS: Record<SkipReason, string> = {
 /**
  * Claims due jobs up to this instance's capacity and runs them: the orchestrator of an attempt's
  * life, from its claim through its task (`TaskExecutor`) to the write that ends it
- * (`AttemptEndings`), and of the instance's shutdown (`ShutdownDrain`).
+ * (`AttemptEndingWriter`), and of the instance's shutdown (`ShutdownDrain`).
  *
  * Claiming is single-flight: one claim at a time, sized to the free capacity measured just before
  * it, so notifications arriving together cannot overrun `concurrency` (the seed checked its count
@@ -68,7 +68,7 @@ export class JobRunner {
   private readonly poll: Tick;
   private readonly cancelPoll: Tick;
   private readonly tasks: TaskExecutor;
-  private readonly endings: AttemptEndings;
+  private readonly endings: AttemptEndingWriter;
   private readonly progress: AttemptProgress;
   private readonly shutdown: ShutdownDrain;
   private readonly claims: QueueClaims;
@@ -87,7 +87,7 @@ export class JobRunner {
     @Inject(TaskRegistry) private readonly registry: TaskRegistry,
     @Inject(CompletionWaiters) waiters: CompletionWaiters,
     @Inject(WorkerPool) workerPool: WorkerPool,
-    @Inject(LifecycleEmitter) private readonly events: LifecycleEmitter,
+    @Inject(JobEventEmitter) private readonly events: JobEventEmitter,
     @Inject(JobsTelemetry) private readonly telemetry: JobsTelemetry,
     @Inject(QueueStateService) queueState: QueueStateService,
   ) {
@@ -105,7 +105,15 @@ export class JobRunner {
       (attempt, json) => this.progress.report(attempt, json),
       this.logger,
     );
-    this.endings = new AttemptEndings(options, db, this.sql, channel, waiters, events, this.logger);
+    this.endings = new AttemptEndingWriter(
+      options,
+      db,
+      this.sql,
+      channel,
+      waiters,
+      events,
+      this.logger,
+    );
     this.shutdown = new ShutdownDrain(options, db, this.sql, this.running, this.logger);
     this.poll = new Tick(
       'Polling for due jobs',

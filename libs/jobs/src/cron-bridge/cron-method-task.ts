@@ -1,5 +1,5 @@
 import { NAME_PATTERN } from '../common/names.js';
-import { fixedOffsetZone, isKnownTimeZone } from '../schedule/time-zones.js';
+import { fixedOffsetZone, isKnownTimeZone } from '../cron-schedule/time-zones.js';
 import type { JobTaskOptions } from '../discovery/job-task.interfaces.js';
 import { InvalidCronOptionError } from '../errors/jobs.errors.js';
 import type {

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { toError } from '../common/errors.js';
-import type { JobLifecycleEvent, SkipReason } from './job-lifecycle-event.interface.js';
+import type { JobLifecycleEvent, SkipReason } from './job-event.interface.js';
 
 type Listener = (event: JobLifecycleEvent) => void;
 
@@ -17,9 +17,9 @@ interface Attempt extends JobRef {
 }
 
 /**
- * The one internal emitter of lifecycle events: the runner and the queue call it at each
- * lifecycle point, and everything that watches jobs (metrics, the public `JobEventsService`)
- * listens here.
+ * The one internal emitter of job events: the runner and the queue call it at each point of a
+ * job's life, and everything that watches jobs (metrics, the public `JobEventsService`) listens
+ * here.
  *
  * Emitting is synchronous and can never fail its caller: a listener that throws is logged and the
  * other listeners still hear the event, so the runner's loop and the enqueue path are unaffected.
@@ -27,7 +27,7 @@ interface Attempt extends JobRef {
  * never reports an ending (released at shutdown, fenced off) leaves nothing behind.
  */
 @Injectable()
-export class LifecycleEmitter {
+export class JobEventEmitter {
   private readonly logger = new Logger('JobsEvents');
   private readonly listeners = new Set<Listener>();
   private readonly startedAt = new WeakMap<object, number>();

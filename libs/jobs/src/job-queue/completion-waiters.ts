@@ -10,7 +10,7 @@ import {
 } from '../errors/jobs.errors.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
-import { queueSql } from './queue.sql.js';
+import { queueSql } from './job-queue.sql.js';
 
 /** How a job ended, as far as a waiting caller cares. */
 export interface JobEnding {

@@ -8,8 +8,8 @@ import { channelFor } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { QueueInfo } from './queue-info.interface.js';
-import { queuesSql } from './queues.sql.js';
-import type { QueuesSql } from './queues.sql.js';
+import { queuesSql } from './queue-state.sql.js';
+import type { QueuesSql } from './queue-state.sql.js';
 
 /** What `counts` returns (see `queuesSql`). */
 interface Counts {

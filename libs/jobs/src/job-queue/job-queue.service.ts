@@ -7,7 +7,7 @@ import {
   JobContentionError,
   JobNotFoundError,
 } from '../errors/jobs.errors.js';
-import { LifecycleEmitter } from '../events/lifecycle-emitter.js';
+import { JobEventEmitter } from '../events/job-event-emitter.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
@@ -22,13 +22,13 @@ import type {
   RetryJobsFilter,
 } from './job-filter.interface.js';
 import type { JobInfo } from './job-info.interface.js';
-import { queueSql } from './queue.sql.js';
-import type { QueueSql } from './queue.sql.js';
+import { queueSql } from './job-queue.sql.js';
+import type { QueueSql } from './job-queue.sql.js';
 import { JobsTelemetry } from '../telemetry/jobs-telemetry.js';
 import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
 import { validateJob } from './validate-job.js';
-import { QueueStateService } from '../queues/queue-state.service.js';
-import type { QueueInfo } from '../queues/queue-info.interface.js';
+import { QueueStateService } from '../queue-state/queue-state.service.js';
+import type { QueueInfo } from '../queue-state/queue-info.interface.js';
 import type { JobDefaults, ValidatedJob } from './validate-job.js';
 import { validateJobFilter, validateWaitOptions } from './validate-queue-calls.js';
 import type { WaitForJobOptions } from './wait-for-job-options.interface.js';
@@ -84,7 +84,7 @@ export class JobQueueService {
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
     @Inject(TaskRegistry) private readonly registry: TaskRegistry,
     @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
-    @Inject(LifecycleEmitter) private readonly events: LifecycleEmitter,
+    @Inject(JobEventEmitter) private readonly events: JobEventEmitter,
     @Inject(JobsTelemetry) private readonly telemetry: JobsTelemetry,
     @Inject(QueueStateService) private readonly queues: QueueStateService,
   ) {

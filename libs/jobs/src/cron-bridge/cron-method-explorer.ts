@@ -3,7 +3,7 @@ import type { InjectionToken, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModuleRef, ModulesContainer } from '@nestjs/core';
 import type { SchedulerRegistry } from '@nestjs/schedule';
 import { findInApp } from '../common/find-in-app.js';
-import { CronPlannerService } from '../cron/cron-planner.service.js';
+import { CronPlannerService } from '../cron-planner/cron-planner.service.js';
 import { JOB_TASK_SOURCE_METADATA } from '../discovery/task-registry.js';
 import type { JobTaskSource } from '../discovery/task-registry.js';
 import { DurableCronJobError, ScheduleModuleConflictError } from '../errors/jobs.errors.js';
