@@ -90,6 +90,8 @@ it('reads the results of completions heard without them in one query per turn', 
   waiters.settle({ id: 'b', state: 'completed' });
   expect(await outcome(a.promise)).toEqual({ resolved: 'done' });
   expect(await outcome(b.promise)).toEqual({ resolved: undefined });
+  // A turn later, still the one query.
+  await new Promise((resolve) => setImmediate(resolve));
   expect(s.asked).toEqual([['a', 'b']]);
 });
 
