@@ -14,9 +14,8 @@ import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import pg from 'pg';
 import { JobsAdminModule, JobsModule } from 'nestjs-pg-jobs';
-import { adminSql } from '../libs/jobs/src/admin/admin.sql.js';
-import { toSchemaName } from '../libs/jobs/src/database/schema-name.js';
 import { createDatabase, resolveDatabaseServer } from '../tools/dev-database.js';
+import { adminSql, toSchemaName } from './internals.js';
 import { percentile } from './stats.js';
 
 const HISTORY_ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 1_000_000);

@@ -16,11 +16,13 @@ import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { JobQueueService, JobTask, JobsModule } from 'nestjs-pg-jobs';
 import type { JobTaskHandler } from 'nestjs-pg-jobs';
-import { resolveJobsOptions } from '../libs/jobs/src/options/resolve-options.js';
-import { AttemptAbortController } from '../libs/jobs/src/attempt/attempt-abort-controller.js';
-import { runWithTimeout } from '../libs/jobs/src/attempt/run-with-timeout.js';
-import { WorkerPool } from '../libs/jobs/src/worker-pool/worker-pool.js';
 import { createDatabase, resolveDatabaseServer } from '../tools/dev-database.js';
+import {
+  AttemptAbortController,
+  resolveJobsOptions,
+  runWithTimeout,
+  WorkerPool,
+} from './internals.js';
 import { summarise } from './stats.js';
 
 const REPETITIONS = 5;

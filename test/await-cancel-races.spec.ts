@@ -61,14 +61,6 @@ async function queuedJob(): Promise<string> {
   return (await app.queue.addJob({ task: 'nobody' })).id;
 }
 
-async function historyOf(id: string) {
-  const [row] = await db.query<{ state: string; attempt: number; awaited: boolean }>(
-    `SELECT state, attempt, awaited FROM jobs."jobHistory" WHERE id = $1`,
-    [id],
-  );
-  return row;
-}
-
 it('waitForJob flags the running attempt of a job claimed while it flagged the queued row', async () => {
   const id = await queuedJob();
   const lock = await holdRow('jobs.jobs', id);
@@ -78,7 +70,7 @@ it('waitForJob flags the running attempt of a job claimed while it flagged the q
   // It looked again: the job's end is now notified to whoever waits.
   await waitFor(
     'the active attempt to be flagged awaited',
-    async () => (await historyOf(id)).awaited,
+    async () => (await db.historyOf(id))?.awaited,
   );
   await db.query(
     `UPDATE jobs."jobHistory" SET state = 'completed', "completedAt" = now() WHERE id = $1`,
@@ -94,7 +86,7 @@ it('cancelJob cancels the running attempt of a job claimed while it took it out 
   await waitingOnLock('SELECT id, state FROM');
   await lock.release(...CLAIM);
   expect(await cancelling).toBe(true);
-  expect(await historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
+  expect(await db.historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
 });
 
 it('cancelJob takes out of the queue a job requeued while it ended its running attempt', async () => {
@@ -105,6 +97,6 @@ it('cancelJob takes out of the queue a job requeued while it ended its running a
   await waitingOnLock('SELECT id, state FROM');
   await lock.release(...FAIL_AND_REQUEUE);
   expect(await cancelling).toBe(true);
-  expect(await historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
+  expect(await db.historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
   expect(await db.query('SELECT 1 FROM jobs.jobs WHERE id = $1', [id])).toEqual([]);
 });

@@ -24,14 +24,6 @@ beforeAll(async () => {
   b = await cluster.startEnqueuer('cancel-b');
 });
 
-async function historyOf(id: string) {
-  const [row] = await db.query<{ state: string; attempt: number; executedBy: string }>(
-    `SELECT state, attempt, "executedBy" FROM jobs."jobHistory" WHERE id = $1`,
-    [id],
-  );
-  return row;
-}
-
 async function queued(id: string): Promise<boolean> {
   return (await db.query('SELECT 1 FROM jobs.jobs WHERE id = $1', [id])).length > 0;
 }
@@ -75,7 +67,7 @@ describe('an in-process task', () => {
         'the task to settle and free its slot',
         () => settled.has(id) && runner.activeCount === 0,
       );
-      expect(await historyOf(id)).toMatchObject({
+      expect(await db.historyOf(id)).toMatchObject({
         state: 'cancelled',
         attempt: 1,
         executedBy: 'cancel-a',
@@ -95,7 +87,7 @@ describe('an in-process task', () => {
     await waitFor('the runner to say the task runs on', () =>
       warnings.some((line) => line.includes(id) && line.includes('ignores ctx.signal')),
     );
-    expect(await historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
+    expect(await db.historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
     expect(runner.activeCount).toBe(1);
 
     const next = await a.queue.addJob({ task: 'gated', promise: true });
@@ -103,7 +95,7 @@ describe('an in-process task', () => {
     openGate(id);
     await next.promise;
     expect(runner.activeCount).toBe(0);
-    expect(await historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
+    expect(await db.historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
   });
 
   it('is aborted once LISTEN is back when the cancel came while its session was terminated', async () => {
@@ -124,7 +116,7 @@ describe('an in-process task', () => {
     openGate(id);
     await promise;
     expect(await b.queue.cancelJob(id)).toBe(false);
-    expect(await historyOf(id)).toMatchObject({ state: 'completed' });
+    expect(await db.historyOf(id)).toMatchObject({ state: 'completed' });
     expect(await b.queue.cancelJob(randomUUID())).toBe(false);
   });
 
@@ -146,7 +138,7 @@ it('an attempt whose cancel notification was lost is aborted on its poll', async
   await waitFor('the signal to abort', () => abortReasons.has(id), 5000);
   expect(abortReasons.get(id)).toBeInstanceOf(JobCancelledError);
   await waitFor('the task to settle', () => settled.has(id));
-  expect(await historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
+  expect(await db.historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
   // Nothing told this instance's own waiter: its poll asks the database, as for any ending.
   await expect(promise).rejects.toThrow(JobCancelledError);
   await polled.close();
@@ -184,7 +176,7 @@ describe('a worker task', () => {
     await expect(promise).rejects.toThrow(JobCancelledError);
     const aborted = await waitFor('the thread to report the abort', () => reported(id, 'aborted'));
     expect(aborted.detail).toBe(`Job ${id} was cancelled.`);
-    expect(await historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
+    expect(await db.historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
   }, 60_000);
 
   it('is terminated with its thread after workerTimeoutGrace when it ignores the signal', async () => {
@@ -199,7 +191,7 @@ describe('a worker task', () => {
     });
     await promise;
     expect(reported(next, 'greeted')!.threadId).not.toBe(spinning.threadId);
-    expect(await historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
+    expect(await db.historyOf(id)).toMatchObject({ state: 'cancelled', attempt: 1 });
     expect(await queued(id)).toBe(false);
   }, 60_000);
 });

@@ -1,48 +1,24 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
-import { JobsAdminModule } from 'nestjs-pg-jobs';
-import { launchChromium } from './support/chromium.js';
+import { ARTIFACTS, UI_TIMEOUT, useDashboard } from './support/dashboard.js';
 import { FlakyTask } from './support/flaky-task.js';
-import { startHttpJobsApp } from './support/http-app.js';
-import type { HttpJobsApp } from './support/http-app.js';
 import { waitFor } from './support/jobs-app.js';
-import { useTestDatabase } from './support/test-database.js';
 
-const db = useTestDatabase();
-const ARTIFACTS = join(process.cwd(), 'test-artifacts');
-const UI_TIMEOUT = 20_000;
-
-let server: HttpJobsApp;
-let browser: Browser;
-beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  server = await startHttpJobsApp(db.url, {
-    imports: [JobsAdminModule.forRoot({ path: 'jobs-admin', guard: { canActivate: () => true } })],
-    tasks: [FlakyTask],
-    options: { pollingCheck: 0.1, maxRetries: 0 },
-  });
-  browser = await launchChromium();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
+const dashboard = useDashboard({
+  tasks: [FlakyTask],
+  options: { pollingCheck: 0.1, maxRetries: 0 },
 });
 
 it("shows a failed job's error, retries it (and then all of a task's) on a click, and shows it completed", async () => {
-  const { id } = await server.queue.addJob({
+  const { id } = await dashboard.server.queue.addJob({
     task: 'flaky',
     payload: { failUntilAttempt: 1, message: 'the printer is on fire' },
   });
-  await waitFor('the job to fail', async () => (await server.queue.getJob(id))?.state === 'failed');
+  await waitFor(
+    'the job to fail',
+    async () => (await dashboard.server.queue.getJob(id))?.state === 'failed',
+  );
 
-  const page = await browser.newPage({ viewport: { width: 1200, height: 1400 } });
-  const problems: string[] = [];
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-  });
-  await page.goto(`${server.url}/jobs-admin`);
+  const { page, problems } = await dashboard.openPage();
 
   const failedRow = page.locator(`#failed tr[data-job-id="${id}"]`);
   await failedRow.waitFor({ timeout: UI_TIMEOUT });
@@ -54,7 +30,7 @@ it("shows a failed job's error, retries it (and then all of a task's) on a click
   await failedRow.waitFor({ state: 'detached', timeout: UI_TIMEOUT });
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-retried-job.png'), fullPage: true });
 
-  expect(await server.queue.getJob(id)).toMatchObject({ state: 'completed', attempt: 2 });
+  expect(await dashboard.server.queue.getJob(id)).toMatchObject({ state: 'completed', attempt: 2 });
   // Each panel is read by its own request: the totals catch up by the next refresh at the latest.
   await waitFor(
     'the totals to count the completed job',
@@ -68,13 +44,14 @@ it("shows a failed job's error, retries it (and then all of a task's) on a click
   const failed = await Promise.all(
     [1, 2].map(
       async () =>
-        (await server.queue.addJob({ task: 'flaky', payload: { failUntilAttempt: 1 } })).id,
+        (await dashboard.server.queue.addJob({ task: 'flaky', payload: { failUntilAttempt: 1 } }))
+          .id,
     ),
   );
   for (const job of failed) {
     await waitFor(
       'the job to fail',
-      async () => (await server.queue.getJob(job))?.state === 'failed',
+      async () => (await dashboard.server.queue.getJob(job))?.state === 'failed',
     );
   }
   await page
@@ -87,9 +64,9 @@ it("shows a failed job's error, retries it (and then all of a task's) on a click
   for (const job of failed) {
     await waitFor(
       'the job to complete',
-      async () => (await server.queue.getJob(job))?.state === 'completed',
+      async () => (await dashboard.server.queue.getJob(job))?.state === 'completed',
     );
-    expect(await server.queue.getJob(job)).toMatchObject({ attempt: 2 });
+    expect(await dashboard.server.queue.getJob(job)).toMatchObject({ attempt: 2 });
   }
   // No script error and no content-security-policy violation on the way.
   expect(problems).toEqual([]);

@@ -1,46 +1,21 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { JobsAdminModule } from 'nestjs-pg-jobs';
+import type { Page } from 'playwright-core';
 import { PREVIEW_CHARS } from '../libs/jobs/src/admin/admin.sql.js';
-import { launchChromium } from './support/chromium.js';
-import { startHttpJobsApp } from './support/http-app.js';
-import type { HttpJobsApp } from './support/http-app.js';
+import { ARTIFACTS, UI_TIMEOUT, useDashboard } from './support/dashboard.js';
 import { waitFor } from './support/jobs-app.js';
 import { LifeTask } from './support/life-task.js';
-import { useTestDatabase } from './support/test-database.js';
 
-let server: HttpJobsApp;
-let browser: Browser;
-let page: Page;
-const problems: string[] = [];
-// Before the database's own hooks (Jest runs afterAll hooks in declaration order): the page polls
-// the app, and the app its database, until both are closed.
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
-const db = useTestDatabase('jobs_dashboard_life');
-const ARTIFACTS = join(process.cwd(), 'test-artifacts');
-const UI_TIMEOUT = 20_000;
+const dashboard = useDashboard(
+  { tasks: [LifeTask], options: { pollingCheck: 0.1 } },
+  'jobs_dashboard_life',
+);
 const HOUR = 3600_000;
 
-beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  server = await startHttpJobsApp(db.url, {
-    imports: [JobsAdminModule.forRoot({ path: 'jobs-admin', guard: { canActivate: () => true } })],
-    tasks: [LifeTask],
-    options: { pollingCheck: 0.1 },
-  });
-  browser = await launchChromium();
-  // One page for the file: this Chromium runs as a single process, which its last page's close ends.
-  page = await browser.newPage({ viewport: { width: 1200, height: 1400 } });
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-  });
-}, 60_000);
-beforeEach(() => page.goto(`${server.url}/jobs-admin`));
+let page: Page;
+let problems: string[];
+// One page for the file: this Chromium runs as a single process, which its last page's close ends.
+beforeAll(async () => ({ page, problems } = await dashboard.openPage()));
+beforeEach(() => page.goto(`${dashboard.server.url}/jobs-admin`));
 // No script error and no content-security-policy violation on the way.
 afterEach(() => expect(problems).toEqual([]));
 
@@ -64,10 +39,10 @@ it("shows a job's result cut in the list and whole in its details, as text, neve
     '<script>window.injected = true</script><img src="x" onerror="window.injected = true">';
   // jsonb keeps shorter keys first: the markup is in the list's preview too.
   const result = { a: markup, rest: 'y'.repeat(300) };
-  const { id } = await server.queue.addJob({ task: 'life', payload: { result } });
+  const { id } = await dashboard.server.queue.addJob({ task: 'life', payload: { result } });
   await waitFor(
     'the job to complete',
-    async () => (await server.queue.getJob(id))?.state === 'completed',
+    async () => (await dashboard.server.queue.getJob(id))?.state === 'completed',
   );
   const preview = page.locator(`#completed tr[data-job-id="${id}"] code`);
   await preview.waitFor({ timeout: UI_TIMEOUT });
@@ -88,10 +63,10 @@ it("shows a job's result cut in the list and whole in its details, as text, neve
 }, 60_000);
 
 it('shows a snoozed job as snoozed until its time, in the pending list, the counts and its details', async () => {
-  const { id } = await server.queue.addJob({ task: 'life', payload: { snooze: 3600 } });
+  const { id } = await dashboard.server.queue.addJob({ task: 'life', payload: { snooze: 3600 } });
   const row = page.locator(`#pending tr[data-job-id="${id}"]`);
   await row.locator('td', { hasText: 'snoozed until' }).waitFor({ timeout: UI_TIMEOUT });
-  const due = new Date((await server.queue.getJob(id))!.waitUntil!);
+  const due = new Date((await dashboard.server.queue.getJob(id))!.waitUntil!);
   expect(due.getTime()).toBeGreaterThan(Date.now() + HOUR - 60_000);
   await waitFor(
     'the snoozed count',
@@ -113,7 +88,10 @@ it('shows a snoozed job as snoozed until its time, in the pending list, the coun
   await closeJob();
 
   // A job that snoozed twice, then completed, says how many times.
-  const twice = await server.queue.addJob({ task: 'life', payload: { snooze: 0, times: 2 } });
+  const twice = await dashboard.server.queue.addJob({
+    task: 'life',
+    payload: { snooze: 0, times: 2 },
+  });
   await page.locator(`#completed tr[data-job-id="${twice.id}"]`).waitFor({ timeout: UI_TIMEOUT });
   const completed = await openJob('completed', twice.id);
   expect(await completed.locator('tr[data-field="Snoozed"] td').textContent()).toBe('2 times');
@@ -121,7 +99,7 @@ it('shows a snoozed job as snoozed until its time, in the pending list, the coun
 }, 60_000);
 
 it('shows a job cancelled from the page as cancelled, distinct from the other states', async () => {
-  const { id } = await server.queue.addJob({
+  const { id } = await dashboard.server.queue.addJob({
     task: 'life',
     waitUntil: new Date(Date.now() + HOUR),
   });

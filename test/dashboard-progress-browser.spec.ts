@@ -1,14 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import type { Browser } from 'playwright-core';
-import { JobsAdminModule, JobTask } from 'nestjs-pg-jobs';
+import { JobTask } from 'nestjs-pg-jobs';
 import type { JobContext, JobInfo, JobTaskHandler } from 'nestjs-pg-jobs';
-import { launchChromium } from './support/chromium.js';
-import { startHttpJobsApp } from './support/http-app.js';
-import type { HttpJobsApp } from './support/http-app.js';
+import { UI_TIMEOUT, useDashboard } from './support/dashboard.js';
 import { waitFor } from './support/jobs-app.js';
-import { useTestDatabase } from './support/test-database.js';
-
-const db = useTestDatabase();
 
 /** Reports its payload's progress, then runs until the test lets it end. */
 let release: () => void = () => undefined;
@@ -21,36 +15,24 @@ class HalfwayTask implements JobTaskHandler<{ progress: number }> {
   }
 }
 
-let server: HttpJobsApp;
-let browser: Browser;
-beforeAll(async () => {
-  server = await startHttpJobsApp(db.url, {
-    imports: [JobsAdminModule.forRoot({ path: 'jobs-admin', guard: { canActivate: () => true } })],
-    tasks: [HalfwayTask],
-    options: { pollingCheck: 0.1 },
-  });
-  browser = await launchChromium();
-}, 60_000);
-afterAll(async () => {
-  release();
-  await browser?.close();
-  await server?.close();
-});
+// Before the dashboard's hooks: the instance's shutdown waits for the running job.
+afterAll(() => release());
+const dashboard = useDashboard({ tasks: [HalfwayTask], options: { pollingCheck: 0.1 } });
 
 it("shows a running job's progress as a bar", async () => {
-  const { id } = await server.queue.addJob({ task: 'halfway', payload: { progress: 40 } });
+  const { id } = await dashboard.server.queue.addJob({
+    task: 'halfway',
+    payload: { progress: 40 },
+  });
   await waitFor('the progress to be written', async () => {
-    const res = await fetch(`${server.url}/jobs-admin/api/jobs?state=active`);
+    const res = await fetch(`${dashboard.server.url}/jobs-admin/api/jobs?state=active`);
     const { jobs } = (await res.json()) as { jobs: JobInfo[] };
     return jobs.find((job) => job.id === id)?.progress === 40;
   });
 
-  const page = await browser.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (err) => problems.push(err.message));
-  await page.goto(`${server.url}/jobs-admin`);
+  const { page, problems } = await dashboard.openPage();
   const bar = page.locator(`#active tr[data-job-id="${id}"] progress`);
-  await bar.waitFor({ timeout: 20_000 });
+  await bar.waitFor({ timeout: UI_TIMEOUT });
   expect(await bar.getAttribute('value')).toBe('40');
   expect(await page.locator(`#active tr[data-job-id="${id}"]`).innerText()).toContain('40 %');
   expect(problems).toEqual([]);

@@ -39,14 +39,6 @@ beforeAll(async () => {
     .subscribe((event) => snoozes.push(event));
 });
 
-const historyOf = async (id: string) =>
-  (
-    await db.query<{ state: string; attempt: number; lastErrorMessage: string | null }>(
-      `SELECT state, attempt, "lastErrorMessage" FROM jobs."jobHistory" WHERE id = $1`,
-      [id],
-    )
-  )[0];
-
 it('queues a snoozed job again after its seconds, with its attempt unconsumed and no failure', async () => {
   // No retries at all: a snooze that consumed the attempt would leave the job nothing to run on.
   const { id, promise } = await app.queue.addJob<string>({
@@ -55,8 +47,12 @@ it('queues a snoozed job again after its seconds, with its attempt unconsumed an
     maxRetries: 0,
     promise: true,
   });
-  await waitFor('the snooze', async () => (await historyOf(id))?.state === 'snoozed');
-  expect(await historyOf(id)).toEqual({ state: 'snoozed', attempt: 1, lastErrorMessage: null });
+  await waitFor('the snooze', async () => (await db.historyOf(id))?.state === 'snoozed');
+  expect(await db.historyOf(id)).toMatchObject({
+    state: 'snoozed',
+    attempt: 1,
+    lastErrorMessage: null,
+  });
   const [queued] = await db.query<{ delay: number; retries: number }>(
     `SELECT extract(epoch FROM j."waitUntil" - h."updatedAt")::float8 AS delay, j.retries
      FROM jobs.jobs j JOIN jobs."jobHistory" h USING (id) WHERE j.id = $1`,
@@ -70,7 +66,11 @@ it('queues a snoozed job again after its seconds, with its attempt unconsumed an
   await db.query(`UPDATE jobs.jobs SET "waitUntil" = now() WHERE id = $1`, [id]);
   await expect(promise).resolves.toBe('awake after 1 snooze(s)');
   expect(runs.get(id)).toEqual([1, 1]);
-  expect(await historyOf(id)).toEqual({ state: 'completed', attempt: 1, lastErrorMessage: null });
+  expect(await db.historyOf(id)).toMatchObject({
+    state: 'completed',
+    attempt: 1,
+    lastErrorMessage: null,
+  });
 });
 
 it('snoozes a task that throws what ctx.snooze returns, and runs it again once due', async () => {
@@ -97,7 +97,7 @@ it.each([
       maxRetries: 0,
     });
     const history = await waitFor('the failure', async () => {
-      const row = await historyOf(id);
+      const row = await db.historyOf(id);
       return row?.state === 'failed' && row;
     });
     expect(history.lastErrorMessage).toBe(

@@ -110,14 +110,6 @@ const ledger = async (id: string) =>
     ])
   ).map((row) => row.entry);
 
-const historyOf = async (id: string) =>
-  (
-    await db.query<{ state: string; lastErrorMessage: string | null }>(
-      `SELECT state, "lastErrorMessage" FROM jobs."jobHistory" WHERE id = $1`,
-      [id],
-    )
-  )[0];
-
 it("commits the task's writes with the job's completion", async () => {
   const { id, promise } = await app.queue.addJob<string>({
     task: 'ledger',
@@ -126,7 +118,7 @@ it("commits the task's writes with the job's completion", async () => {
   });
   await expect(promise).resolves.toBe('booked 1');
   expect(await ledger(id)).toEqual(['return 1']);
-  expect(await historyOf(id)).toMatchObject({ state: 'completed' });
+  expect(await db.historyOf(id)).toMatchObject({ state: 'completed' });
 });
 
 it('leaves no write of a task that throws: its transaction rolls back, the failure is recorded', async () => {
@@ -137,7 +129,7 @@ it('leaves no write of a task that throws: its transaction rolls back, the failu
   });
   await expect(promise).rejects.toThrow('the ledger does not balance');
   expect(await ledger(id)).toEqual([]);
-  expect(await historyOf(id)).toMatchObject({ state: 'failed' });
+  expect(await db.historyOf(id)).toMatchObject({ state: 'failed' });
 });
 
 it('commits the writes of each run with the snooze that ends it', async () => {
@@ -158,7 +150,7 @@ it('fails the attempt, writing nothing, when the task broke its own transaction'
   });
   await expect(promise).rejects.toThrow(JobFailedError);
   expect(await ledger(id)).toEqual([]);
-  expect((await historyOf(id)).lastErrorMessage).toMatch(
+  expect((await db.historyOf(id))?.lastErrorMessage).toMatch(
     /^The transaction of the task could not commit with the end of its attempt: .*current transaction is aborted/,
   );
 });
@@ -175,7 +167,7 @@ it('rolls the writes back when the attempt was taken away before it ended (the c
       warn.mock.calls.some(([message]) => String(message).includes(`Job ${id} (ledger) completed`)),
     );
     expect(await ledger(id)).toEqual([]);
-    expect(await historyOf(id)).toMatchObject({ state: 'interrupted' });
+    expect(await db.historyOf(id)).toMatchObject({ state: 'interrupted' });
   } finally {
     warn.mockRestore();
   }

@@ -39,19 +39,11 @@ const reported = (id: string, event: string) =>
     30_000,
   );
 
-async function historyOf(id: string) {
-  const [row] = await db.query<{ state: string; attempt: number; lastErrorMessage: string | null }>(
-    `SELECT state, attempt, "lastErrorMessage" FROM jobs."jobHistory" WHERE id = $1`,
-    [id],
-  );
-  return row;
-}
-
 const ended = (id: string) =>
   waitFor(
     `job ${id} to end`,
     async () => {
-      const row = await historyOf(id);
+      const row = await db.historyOf(id);
       return row && row.state !== 'active' && row;
     },
     30_000,
@@ -176,7 +168,7 @@ describe('a job that ended before a CPU-bound job of its batch, at shutdown', ()
     });
     await app.close();
 
-    expect(await historyOf(finished.id)).toMatchObject({ state: 'completed', attempt: 1 });
-    expect(await historyOf(spin.id)).toMatchObject({ state: 'interrupted', attempt: 1 });
+    expect(await db.historyOf(finished.id)).toMatchObject({ state: 'completed', attempt: 1 });
+    expect(await db.historyOf(spin.id)).toMatchObject({ state: 'interrupted', attempt: 1 });
   }, 60_000);
 });

@@ -27,19 +27,11 @@ const reported = (id: string, event: string) =>
 /** Where `report` comes among everything the threads reported. */
 const at = (report: WorkerReport) => channel.reports.indexOf(report);
 
-async function historyOf(id: string) {
-  const [row] = await db.query<{ state: string; attempt: number; lastErrorMessage: string | null }>(
-    `SELECT state, attempt, "lastErrorMessage" FROM jobs."jobHistory" WHERE id = $1`,
-    [id],
-  );
-  return row;
-}
-
 const ended = (id: string, state: string) =>
   waitFor(
     `job ${id} to be ${state}`,
     async () => {
-      const row = await historyOf(id);
+      const row = await db.historyOf(id);
       return row?.state === state && row;
     },
     60_000,
@@ -67,9 +59,9 @@ describe('jobs that wait behind another in their thread', () => {
     ]);
     await ended(last.id, 'completed');
 
-    expect(await historyOf(slow.id)).toMatchObject({ state: 'failed' });
-    expect((await historyOf(slow.id)).lastErrorMessage).toMatch(/timeout of 3s/);
-    expect(await historyOf(next.id)).toMatchObject({ state: 'completed', attempt: 1 });
+    expect(await db.historyOf(slow.id)).toMatchObject({ state: 'failed' });
+    expect((await db.historyOf(slow.id))?.lastErrorMessage).toMatch(/timeout of 3s/);
+    expect(await db.historyOf(next.id)).toMatchObject({ state: 'completed', attempt: 1 });
 
     const slowAborted = await reported(slow.id, 'aborted');
     const nextStarted = await reported(next.id, 'started');
@@ -108,8 +100,8 @@ describe('a batch in one thread', () => {
     await other.promise;
     await reported(other.id, 'greeted');
     expect(reportsOf(waiting.id)).toEqual([]);
-    expect(await historyOf(running.id)).toMatchObject({ state: 'cancelled', attempt: 1 });
-    expect(await historyOf(waiting.id)).toMatchObject({ state: 'cancelled', attempt: 1 });
+    expect(await db.historyOf(running.id)).toMatchObject({ state: 'cancelled', attempt: 1 });
+    expect(await db.historyOf(waiting.id)).toMatchObject({ state: 'cancelled', attempt: 1 });
     await waitFor('every slot to be free', () => runner.activeCount === 0);
   }, 60_000);
 
@@ -125,7 +117,7 @@ describe('a batch in one thread', () => {
     expect(died.lastErrorMessage).toMatch(/exited with code 7/);
     const deadThread = (await reported(dies.id, 'started')).threadId;
     for (const { id } of waiting) {
-      expect(await historyOf(id)).toMatchObject({ state: 'completed', attempt: 1 });
+      expect(await db.historyOf(id)).toMatchObject({ state: 'completed', attempt: 1 });
       expect((await reported(id, 'greeted')).threadId).not.toBe(deadThread);
     }
     await waitFor('every slot to be free', () => runner.activeCount === 0);

@@ -18,14 +18,9 @@ const started = (id: string) =>
     30_000,
   );
 
-async function historyOf(id: string) {
-  const [row] = await db.query(`SELECT state, attempt FROM jobs."jobHistory" WHERE id = $1`, [id]);
-  return row;
-}
-
 /** Back in the queue with its attempt unconsumed, as the core's shutdown leaves a job; then removed. */
 async function expectRequeued(id: string) {
-  expect(await historyOf(id)).toEqual({ state: 'interrupted', attempt: 1 });
+  expect(await db.historyOf(id)).toMatchObject({ state: 'interrupted', attempt: 1 });
   const [queued] = await db.query(`SELECT retries FROM jobs.jobs WHERE id = $1`, [id]);
   expect(queued).toEqual({ retries: 0 });
   await db.query(`DELETE FROM jobs.jobs WHERE id = $1`, [id]);
@@ -36,7 +31,7 @@ it('lets a running worker job finish when it can within shutdownTimeout', async 
   const { id } = await app.queue.addJob({ task: 'worker.sleep', payload: { ms: 300 } });
   await started(id);
   await app.close();
-  expect(await historyOf(id)).toEqual({ state: 'completed', attempt: 1 });
+  expect(await db.historyOf(id)).toMatchObject({ state: 'completed', attempt: 1 });
 }, 45_000);
 
 it('requeues a worker job that outlasts shutdownTimeout, without consuming its attempt', async () => {

@@ -7,6 +7,17 @@ export interface TestDatabase {
   url: string;
   /** Runs a statement on it and returns the rows. */
   query<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<Row[]>;
+  /** The `jobHistory` row of job `id` (its latest attempt's end, or the running attempt), if any. */
+  historyOf(id: string): Promise<HistoryRow | undefined>;
+}
+
+/** The columns of a `jobHistory` row the tests assert on. */
+export interface HistoryRow {
+  state: string;
+  attempt: number;
+  lastErrorMessage: string | null;
+  executedBy: string | null;
+  awaited: boolean;
 }
 
 /**
@@ -21,6 +32,14 @@ export function useTestDatabase(prefix = 'jobs_test'): TestDatabase {
   const handle: TestDatabase = {
     url: '',
     query: async (text, values) => (await pool!.query(text, values)).rows,
+    historyOf: async (id) =>
+      (
+        await handle.query<HistoryRow>(
+          `SELECT state, attempt, "lastErrorMessage", "executedBy", awaited
+             FROM jobs."jobHistory" WHERE id = $1`,
+          [id],
+        )
+      )[0],
   };
   beforeAll(async () => {
     const serverUrl = process.env.JOBS_TEST_SERVER_URL;
