@@ -71,6 +71,24 @@ const statesOf = async (ids: readonly string[]) =>
     [ids],
   );
 
+/** An instance that runs jobs, with room for a whole claim of them in one batch. */
+const startRunner = () =>
+  startJobsApp(db.url, {
+    tasks: [PoisonedTask],
+    options: { concurrency: 10, pollingCheck: 0.2 },
+  });
+
+/** Starts a runner and waits until none of `ids` is left `active`. */
+async function runUntilEnded(ids: readonly string[]) {
+  const runner = await startRunner();
+  await waitFor(
+    'every job to end',
+    async () => (await statesOf(ids)).every((row) => row.state !== 'active') || undefined,
+    20_000,
+  );
+  return runner;
+}
+
 const settled = (promises: readonly Promise<unknown>[], ms: number) =>
   Promise.race([
     Promise.allSettled(promises),
@@ -92,15 +110,7 @@ it('ends every job of a claim in which some endings PostgreSQL refuses, and stra
   ]);
   const ids = added.map((job) => job.id);
   // One instance, one claim: all seven arrive together and their endings share batches.
-  const runner = await startJobsApp(db.url, {
-    tasks: [PoisonedTask],
-    options: { concurrency: 10, pollingCheck: 0.2 },
-  });
-  await waitFor(
-    'every job to end',
-    async () => (await statesOf(ids)).every((row) => row.state !== 'active') || undefined,
-    20_000,
-  );
+  const runner = await runUntilEnded(ids);
   const outcomes = await settled(
     added.map((job) => job.promise!),
     10_000,
@@ -154,10 +164,7 @@ it('completes an awaited job whose earlier attempt failed with a message too lon
     payload: { poison: 'none' },
     promise: true,
   });
-  const runner = await startJobsApp(db.url, {
-    tasks: [PoisonedTask],
-    options: { concurrency: 10, pollingCheck: 0.2 },
-  });
+  const runner = await startRunner();
   await expect(settled([promise!, healthyDone!], 20_000)).resolves.toEqual([
     { status: 'fulfilled', value: 'ok' },
     { status: 'fulfilled', value: 'ok' },
@@ -179,15 +186,7 @@ it('records the rest of a completion batch in which the database refuses one, an
       poisons.map((poison) => ({ task: 'poisoned', payload: { poison }, maxRetries: 0 })),
     );
     const ids = added.map((job) => job.id);
-    const runner = await startJobsApp(db.url, {
-      tasks: [PoisonedTask],
-      options: { concurrency: 10, pollingCheck: 0.2 },
-    });
-    await waitFor(
-      'every job to end',
-      async () => (await statesOf(ids)).every((row) => row.state !== 'active') || undefined,
-      20_000,
-    );
+    const runner = await runUntilEnded(ids);
     await runner.close();
     const byId = new Map((await statesOf(ids)).map((row) => [row.id, row]));
     const [healthy1, refused, healthy2, healthy3] = ids.map((id) => byId.get(id)!);

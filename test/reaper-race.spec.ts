@@ -61,6 +61,26 @@ async function reapersWaitingOnLocks(): Promise<number> {
   return row.n;
 }
 
+/**
+ * Runs a reaper while another session holds the stranded rows and changes them with `change`, and
+ * expects the reaper, once the rows are released, to requeue none: every job stays in `state`.
+ */
+async function expectReaperToLeaveAlone(ids: string[], change: string, state: string) {
+  const lock = await holdRows(ids, change);
+  const reaping = apps[0].module.get(ReaperService).reapStaleJobs();
+  await waitFor(
+    'the reaper to wait on the rows',
+    async () => (await reapersWaitingOnLocks()) === 1,
+  );
+  await lock.release();
+
+  expect(await reaping).toBe(0);
+  expect(await db.query('SELECT id FROM jobs.jobs')).toEqual([]);
+  const states = await db.query<{ state: string }>(`SELECT DISTINCT state FROM jobs."jobHistory"`);
+  expect(states).toEqual([{ state }]);
+  await db.query('DELETE FROM jobs."jobHistory"');
+}
+
 it('requeues each stranded job exactly once when two reapers race on it', async () => {
   const withRetries = await strand(30, 1, 3);
   const exhausted = await strand(10, 4, 3);
@@ -93,45 +113,23 @@ it('requeues each stranded job exactly once when two reapers race on it', async 
 
 it('leaves a job alone that completed while a reaper was waiting to requeue it', async () => {
   const ids = await strand(5, 1, 3);
-  const lock = await holdRows(
+  await expectReaperToLeaveAlone(
     ids,
     `UPDATE jobs."jobHistory" SET state = 'completed', "completedAt" = now() WHERE id = ANY($1::uuid[])`,
+    'completed',
   );
-  const reaping = apps[0].module.get(ReaperService).reapStaleJobs();
-  await waitFor(
-    'the reaper to wait on the rows',
-    async () => (await reapersWaitingOnLocks()) === 1,
-  );
-  await lock.release();
-
-  expect(await reaping).toBe(0);
-  expect(await db.query('SELECT id FROM jobs.jobs')).toEqual([]);
-  const states = await db.query<{ state: string }>(`SELECT DISTINCT state FROM jobs."jobHistory"`);
-  expect(states).toEqual([{ state: 'completed' }]);
-  await db.query('DELETE FROM jobs."jobHistory"');
 });
 
 it('leaves alone a job that snoozed and was claimed again by its instance while a reaper waited', async () => {
   const ids = await strand(5, 1, 3);
   // The snooze and the next claim, by the same instance: same attempt number, same instance, a
   // fresh start; only the claim's token tells the two claims apart.
-  const lock = await holdRows(
+  await expectReaperToLeaveAlone(
     ids,
     `UPDATE jobs."jobHistory" SET "claimToken" = coalesce("claimToken", 0) + 1, "startedAt" = now()
      WHERE id = ANY($1::uuid[])`,
+    'active',
   );
-  const reaping = apps[0].module.get(ReaperService).reapStaleJobs();
-  await waitFor(
-    'the reaper to wait on the rows',
-    async () => (await reapersWaitingOnLocks()) === 1,
-  );
-  await lock.release();
-
-  expect(await reaping).toBe(0);
-  expect(await db.query('SELECT id FROM jobs.jobs')).toEqual([]);
-  const states = await db.query<{ state: string }>(`SELECT DISTINCT state FROM jobs."jobHistory"`);
-  expect(states).toEqual([{ state: 'active' }]);
-  await db.query('DELETE FROM jobs."jobHistory"');
 });
 
 it('leaves the jobs of a heartbeating instance, and young ones of an unknown instance, to run', async () => {
