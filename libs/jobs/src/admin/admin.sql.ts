@@ -154,7 +154,8 @@ export function adminSql({ quoted: s }: SchemaName) {
      * jobs are counted in a recent window only, a range of an index on "completedAt", never across
      * the whole history. Whether a failed job is queued again is a join, not a subquery per row: the
      * planner prices a correlated subquery for every row of the window, and past
-     * `jit_above_cost` each poll would pay tens of milliseconds of JIT compilation. $1 minutes
+     * `jit_above_cost` each poll would pay for JIT compilation (see "The dashboard on a big
+     * history" in docs/performance.md). $1 minutes
      */
     stats: `
       WITH queued AS (

@@ -2,10 +2,11 @@
  * How an attempt is stopped early (its timeout, or shutdown): an `AbortController` whose signal is
  * only made if someone asks for it.
  *
- * Most tasks never look at `ctx.signal`, and on a busy runner an `AbortController` per attempt
- * (with the listener that settles the attempt on abort) was a tenth of the drain's time. The
- * runner's own reaction to an abort is a plain callback instead; the signal, once asked for,
- * behaves as any other (it is aborted at once if the attempt already was).
+ * Most tasks never look at `ctx.signal`, so an `AbortController` per attempt (with the listener
+ * that settles the attempt on abort) would be paid by every attempt for the few that read it (see
+ * "What made the hot path fast" in docs/performance.md). The runner's own reaction to an abort is
+ * a plain callback instead; the signal, once asked for, behaves as any other (it is aborted at
+ * once if the attempt already was).
  */
 export class AttemptAbortController {
   private controller?: AbortController;

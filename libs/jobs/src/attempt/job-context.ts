@@ -27,8 +27,8 @@ export interface ContextSources {
  * accessor and no closure of its own. An object literal with a getter (`get signal()`) costs each
  * attempt an accessor pair that V8 allocates in the old generation, pointing at that attempt's
  * getter closure; every young object the closure reaches (the context, its sources, the attempt's
- * frames and promises) then survives each scavenge until the next full collection. On a drain of
- * no-op jobs that promoted about 0.9 KB per job and tripled the time spent in scavenges.
+ * frames and promises) then survives each scavenge until the next full collection, promoted to the
+ * old generation with every attempt (see "Memory" in docs/performance.md).
  */
 export function createJobContext(job: AttemptJob, sources: ContextSources): JobContext {
   return new AttemptContext(job, sources);

@@ -29,7 +29,7 @@ export interface DatabaseOptions {
  *
  * TypeORM is imported only for what needs it: with `connection`, a `transactional` task's
  * `EntityManager` (`transactionSource`), on the first such attempt. An app that uses neither does
- * not pay for loading it (about 9 MB of a process's memory).
+ * not pay for loading it (see "Memory" in docs/performance.md).
  *
  * Session-scoped work (LISTEN, the migration lock) gets a dedicated client made from the pool's own
  * settings, so it neither holds one of the app's pooled connections nor breaks when a pooler would

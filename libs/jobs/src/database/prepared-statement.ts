@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 
 /**
  * A statement of the hot path, run as a named prepared statement: each connection parses it once
- * and, after a few runs, keeps one plan instead of planning every call. Measured on the claim of 50
- * jobs: 4.3 ms → 1.7 ms, mostly because the kept plan walked the claim index where each fresh plan
- * sorted the queue (the claim in runner.sql now avoids that sort either way).
+ * and, after a few runs, keeps one plan instead of planning every call, so that the hot path pays
+ * for parsing and planning once per connection (see "What made the hot path fast" in
+ * docs/performance.md).
  *
  * The name is derived from the text, so two modules on one pool with different schemas (hence
  * different texts) never collide on a name.

@@ -113,8 +113,8 @@ export function queueSql({ quoted: s }: SchemaName) {
     /** A batch with unique keys: a key already pending skips its job. */
     insertKeyedJobs: insertJobs(onKeyConflict, 'batch'),
     /**
-     * One job (`addJob`), its values as scalars: no arrays to build, send and unnest, which took
-     * about a tenth of a one-job insert's round trip.
+     * One job (`addJob`), its values as scalars: one-element arrays to build, send and unnest are
+     * work the most common insert need not do (see "Latency" in docs/performance.md).
      */
     insertJob: insertJobs('', 'one'),
     insertKeyedJob: insertJobs(onKeyConflict, 'one'),

@@ -20,9 +20,10 @@ export const PRUNE_BATCHES_BEFORE_WARNING = 100;
  * of millions of rows holds its locks, bloats WAL and stalls replicas for as long as it runs). A
  * round goes on, batch after batch, yielding to the event loop between two, for as long as expired
  * rows remain, so history stays flat however many jobs end per second; a round that needs more
- * than `PRUNE_BATCHES_BEFORE_WARNING` batches logs that pruning is falling behind. A round used to
- * stop after 100 batches: above about 330 jobs/s per instance (at the defaults) history then grew
- * without bound, silently. Shutdown ends a round between two batches.
+ * than `PRUNE_BATCHES_BEFORE_WARNING` batches logs that pruning is falling behind, and goes on: a
+ * round capped at a number of batches lets history grow without bound, silently, once jobs end
+ * faster than the cap removes them (see "History growth under a steady drain" in
+ * docs/performance.md). Shutdown ends a round between two batches.
  *
  * @publicApi
  */

@@ -14,9 +14,9 @@ export function retentionSql({ quoted: s }: SchemaName) {
      * record of a snooze, whose job waits in the queue), never as `state IN (...)`: on a history
      * whose statistics are missing or stale, that list matches job_history_state_ended_at, and the
      * planner collected every expired row through it and sorted them all, for each batch of a
-     * round (330 ms and an 11 MB sort on disk per batch of 1,000 of 300,000 expired rows, instead
-     * of 10 ms). `test/retention-pruning.spec.ts` holds the plan. A state added later that must
-     * outlive its "completedAt" has to be left out here too.
+     * round, so that a batch's cost grew with the backlog instead of its size (see "History growth
+     * under a steady drain" in docs/performance.md). `test/retention-pruning.spec.ts` holds the
+     * plan. A state added later that must outlive its "completedAt" has to be left out here too.
      *
      * $1 historyExpiration (seconds) $2 batch size
      */

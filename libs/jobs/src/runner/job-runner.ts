@@ -49,9 +49,9 @@ const SKIP_EXPLANATIONS: Record<SkipReason, string> = {
  * settles, so that `concurrency` bounds what really runs; and the next claim runs while the previous
  * batch's completions are being written, instead of after. Attempts whose ending is still to be
  * written are bounded too, by twice `concurrency`: one batch being written and one waiting for that
- * write, so that a claim does not wait on a completion write (a bound of one `concurrency` did, and
- * cost a fifth of the drain's throughput), while a database slow to take the writes still slows the
- * claims down with it.
+ * write, so that a claim does not wait on a completion write (with a bound of one `concurrency` it
+ * did: see "What made the hot path fast" in docs/performance.md), while a database slow to take the
+ * writes still slows the claims down with it.
  */
 @Injectable()
 export class JobRunner {

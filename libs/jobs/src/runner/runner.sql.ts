@@ -86,9 +86,9 @@ export function runnerSql({ quoted: s }: SchemaName) {
    *   falls due between their starts), or a run that is active, on any instance, in this
    *   statement's snapshot.
    * Cheap for every other job ("startBy" is NULL): the CASE stops there. Evaluated once per row,
-   * in the claim's RETURNING, not in a CTE of its own: a CTE that copies every claimed row
-   * (payloads included) once more cost the drain a tenth of its throughput, and evaluating it at
-   * each use doubled the claim's planning time.
+   * in the claim's RETURNING, not in a CTE of its own, which would copy every claimed row (payloads
+   * included) once more, nor at each of its uses, which would plan it once per use (see "What made
+   * the hot path fast" in docs/performance.md).
    *
    * Scalar subqueries with LIMIT, not EXISTS: PostgreSQL may plan an EXISTS here as one hashed
    * anti-join over every slot row of every schedule, built by each claim that has a missed job; a

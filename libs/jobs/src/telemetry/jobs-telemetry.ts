@@ -84,7 +84,7 @@ export class JobsTelemetry {
   /**
    * Whether spans are made: the API is loaded and an SDK has registered a tracer provider. Asked
    * for each enqueue and attempt, since an app may register its SDK after the module booted; and
-   * without an SDK a no-op span would still cost each job a few microseconds.
+   * without an SDK a no-op span would still be made and ended for each job, for nothing.
    */
   get enabled(): boolean {
     if (!this.api) return false;
