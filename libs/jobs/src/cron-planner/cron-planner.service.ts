@@ -12,7 +12,6 @@ import {
   UnknownTaskError,
 } from '../errors/jobs.errors.js';
 import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
-import { DEFAULT_QUEUE } from '../options/defaults.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type {
@@ -176,7 +175,7 @@ export class CronPlannerService {
       this.options.instanceId,
       this.channel,
       NEW_JOB_NOTIFICATION,
-      this.queueOf(schedule.task),
+      this.registry.queueForNewJob(schedule.task),
     ]);
     // Removed between the two statements.
     if (!job) throw new UnknownScheduleError(name);
@@ -325,7 +324,7 @@ export class CronPlannerService {
         if (slots.length === 0) skippedOnly.push(schedule);
       }
       const maxRetries = this.maxRetriesOf(schedule.task);
-      const queue = this.queueOf(schedule.task);
+      const queue = this.registry.queueForNewJob(schedule.task);
       for (const slot of slots) {
         batch.schedule.push(schedule.name);
         batch.version.push(schedule.version);
@@ -360,14 +359,6 @@ export class CronPlannerService {
   /** Retries of a planned job: its task's, else the module's. */
   private maxRetriesOf(task: string): number {
     return this.registry.get(task)?.options.maxRetries ?? this.options.maxRetries;
-  }
-
-  /**
-   * The queue a planned job is filed under while it waits: its task's queue here, or the default
-   * queue for a task this instance has no handler for (the claim records the runner's).
-   */
-  private queueOf(task: string): string {
-    return this.registry.queueOf(task) ?? DEFAULT_QUEUE;
   }
 
   /** The latest slot that fell due after the last planned one and was never planned, if any. */

@@ -103,6 +103,14 @@ export class TaskRegistry {
   }
 
   /**
+   * The queue a new job of task `name` is filed under, by `addJob` and the cron planner alike: its
+   * task's queue here, else the default queue (the instance that claims it records its own).
+   */
+  queueForNewJob(name: string): string {
+    return this.queueOf(name) ?? DEFAULT_QUEUE;
+  }
+
+  /**
    * The queue a pending job of task `name` will run in, as far as this instance can tell: its
    * task's queue here, else the one it was enqueued under (an instance that enqueues a task it has
    * no handler for files it under the default queue; the instance that runs it applies its own).

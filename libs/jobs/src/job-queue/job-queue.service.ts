@@ -92,7 +92,7 @@ export class JobQueueService {
     this.channel = channelFor(db.schema);
     this.defaults = {
       taskMaxRetries: (task) => registry.get(task)?.options.maxRetries,
-      taskQueue: (task) => registry.queueOf(task),
+      taskQueue: (task) => registry.queueForNewJob(task),
       isKnownTask: (task) => registry.get(task) !== undefined,
       knownTasks: () => registry.names,
       allowUnknownTasks: options.allowUnknownTasks,

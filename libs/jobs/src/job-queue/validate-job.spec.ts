@@ -4,8 +4,7 @@ import type { JobDefaults } from './validate-job.js';
 
 const defaults: JobDefaults = {
   taskMaxRetries: (task) => (task === 'picky' ? 1 : undefined),
-  taskQueue: (task) =>
-    task === 'picky' ? 'picky-queue' : task === 'known' ? 'default' : undefined,
+  taskQueue: (task) => (task === 'picky' ? 'picky-queue' : 'default'),
   isKnownTask: (task) => task === 'known' || task === 'picky',
   knownTasks: () => ['known', 'picky'],
   allowUnknownTasks: false,

@@ -4,7 +4,6 @@ import { serialisePayload } from '../common/json-payload.js';
 import { INT4_MAX } from '../common/option-checks.js';
 import { unstorableReason } from '../common/storable-text.js';
 import { InvalidJobOptionsError, UnknownTaskError } from '../errors/jobs.errors.js';
-import { DEFAULT_QUEUE } from '../options/defaults.js';
 import type { AddJobOptions } from './add-job-options.interface.js';
 
 /** A job that passed every check, ready for the insert. */
@@ -26,8 +25,8 @@ export interface ValidatedJob {
 export interface JobDefaults {
   /** The task's own `maxRetries`, if it is registered here; `undefined` for unknown tasks. */
   taskMaxRetries(task: string): number | undefined;
-  /** The task's queue, if it is registered here; `undefined` for unknown tasks. */
-  taskQueue(task: string): string | undefined;
+  /** The queue a new job of the task is filed under (`TaskRegistry.queueForNewJob`). */
+  taskQueue(task: string): string;
   isKnownTask(task: string): boolean;
   knownTasks(): readonly string[];
   readonly allowUnknownTasks: boolean;
@@ -113,7 +112,7 @@ export function validateJob(options: AddJobOptions, defaults: JobDefaults): Vali
     isScheduled: options.isScheduled ?? false,
     uniqueKey: uniqueKey ?? null,
     awaited: options.promise ?? false,
-    queue: defaults.taskQueue(task) ?? DEFAULT_QUEUE,
+    queue: defaults.taskQueue(task),
     groupKey: groupKey ?? null,
   };
 }
