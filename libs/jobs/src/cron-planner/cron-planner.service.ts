@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type pg from 'pg';
 import { toError } from '../common/errors.js';
 import { newJobId } from '../common/job-id.js';
 import { Tick } from '../common/tick.js';
@@ -132,7 +131,7 @@ export class CronPlannerService {
    */
   async pauseSchedule(name: string): Promise<void> {
     assertScheduleName(name);
-    const paused = await this.transaction(async (client) => {
+    const paused = await this.db.transaction(async (client) => {
       const { rows } = await client.query(this.sql.pauseSchedule, [name]);
       if (rows.length > 0) await client.query(this.sql.removeUnstartedPlannedJobs, [name]);
       return rows.length > 0;
@@ -393,7 +392,7 @@ export class CronPlannerService {
    * own, so it sees the jobs of a planner that held the lock before us (see `planSlots`).
    */
   private async write(schedule: ValidatedSchedule): Promise<void> {
-    await this.transaction(async (client) => {
+    await this.db.transaction(async (client) => {
       const { rows } = await client.query<{ changed: boolean }>(this.sql.upsertSchedule, [
         schedule.name,
         schedule.task,
@@ -410,27 +409,12 @@ export class CronPlannerService {
   }
 
   private async remove(name: string): Promise<boolean> {
-    return this.transaction(async (client) => {
+    return this.db.transaction(async (client) => {
       const { rows } = await client.query(this.sql.deleteSchedule, [name]);
       if (rows.length === 0) return false;
       await client.query(this.sql.removeUnstartedPlannedJobs, [name]);
       return true;
     });
-  }
-
-  private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.db.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
   }
 }
 

@@ -6,6 +6,7 @@ import { DatabaseUnreachableError } from '../errors/jobs.errors.js';
 import { isConnectionError } from './connection-errors.js';
 import type { PreparedStatement } from './prepared-statement.js';
 import type { SchemaName } from './schema-name.js';
+import { inTransaction } from './transaction.js';
 
 /** Anything that runs parameterised SQL: the module's pool, or a caller's TypeORM `EntityManager`. */
 export interface SqlExecutor {
@@ -157,6 +158,16 @@ export class JobsDatabase {
   ): Promise<Row[]> {
     if (!manager) return this.query(statement, values);
     return queryRows(manager, typeof statement === 'string' ? statement : statement.text, values);
+  }
+
+  /** Runs `work` in a transaction on a client of the pool (see `inTransaction`). */
+  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      return await inTransaction(client, () => work(client));
+    } finally {
+      client.release();
+    }
   }
 
   /** A new, unconnected session client with the pool's settings, named for `role`. */

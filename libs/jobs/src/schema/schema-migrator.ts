@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { isConnectionError } from '../database/connection-errors.js';
 import type { JobsDatabase } from '../database/jobs-database.js';
 import { isOwnSession } from '../database/session-probe.js';
+import { inTransaction } from '../database/transaction.js';
 import {
   DatabaseUnreachableError,
   MigrationBlockedError,
@@ -177,26 +178,19 @@ export class SchemaMigrator {
     client: pg.Client,
     migration: TransactionalMigration,
   ): Promise<void> {
-    await client.query('BEGIN');
-    try {
-      await runWithTableLockTries(
-        async (text, values) => (await client.query(text, values)).rows,
-        this.db.schema,
-        migration,
-        this.tableLocks,
-      );
-      await client.query(this.sql.recordVersion, [migration.version, migration.name]);
-      await client.query('COMMIT');
-    } catch (err) {
-      // A connection that dropped mid-migration fails the ROLLBACK too ("not queryable"): the
-      // migration's own error is the one that says what happened, so the ROLLBACK's never hides it.
-      // The server rolls back a transaction whose session ended.
-      const rollbackError = await client.query('ROLLBACK').then(
-        () => undefined,
-        (rollbackErr: Error) => rollbackErr,
-      );
-      throw this.failed(migration, err, rollbackError);
-    }
+    await inTransaction(
+      client,
+      async () => {
+        await runWithTableLockTries(
+          async (text, values) => (await client.query(text, values)).rows,
+          this.db.schema,
+          migration,
+          this.tableLocks,
+        );
+        await client.query(this.sql.recordVersion, [migration.version, migration.name]);
+      },
+      (err, rollbackError) => this.failed(migration, err, rollbackError),
+    );
   }
 
   private async applyOnline(client: pg.Client, migration: OnlineMigration): Promise<void> {
