@@ -6,7 +6,7 @@ import type { ResolvedJobsOptions } from '../libs/jobs/src/options/resolved-opti
 import type { QueueStateService } from '../libs/jobs/src/queue-state/queue-state.service.js';
 import { QueueClaims } from '../libs/jobs/src/runner/queue-claims.js';
 import { runnerSql } from '../libs/jobs/src/runner/runner.sql.js';
-import type { ClaimRow } from '../libs/jobs/src/runner/runner.sql.js';
+import type { ClaimRow } from '../libs/jobs/src/runner/claim.sql.js';
 
 /**
  * How one round of claims shares the instance's free capacity among its sets of tasks (the

@@ -24,7 +24,7 @@ export function queueSql({ quoted: s }: SchemaName) {
    *   failure and retry, a reaper's or shutdown's requeue) matches it any more, so the job stays
    *   cancelled whatever its task then does, and nothing runs it again. The instance running it is
    *   told (`cancelJob`) to abort it; if that notification is lost, its poll finds the attempt
-   *   cancelled (`runner.sql.ts`, `cancelledAttempts`);
+   *   cancelled (`runner/ending.sql.ts`, `cancelledAttempts`);
    * - whoever awaits one of them hears `jobCompleted` (cancelled).
    * A job is queued or running in any one snapshot, never both, so the two writes never touch the
    * same history row.
@@ -230,7 +230,7 @@ export function queueSql({ quoted: s }: SchemaName) {
      * runs the statement again.
      *
      * Updating a queued row is safe against a claim (see the claim's comment on ctids in
-     * runner.sql.ts): the update takes the row's lock. If a claim holds it, the update waits, then
+     * runner/claim.sql.ts): the update takes the row's lock. If a claim holds it, the update waits, then
      * finds the row deleted (the job is running by then: the statement runs again). If the update
      * holds it, the claim's SKIP LOCKED passes the row by. If the update committed after the claim's
      * snapshot but before its lock, the claim locks the new row version but deletes by the old one's

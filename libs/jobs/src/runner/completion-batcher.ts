@@ -1,7 +1,7 @@
 import { isConnectionError } from '../database/connection-errors.js';
 import type { JobsDatabase } from '../database/jobs-database.js';
 import type { PreparedStatement } from '../database/prepared-statement.js';
-import type { ClaimedJob } from './runner.sql.js';
+import type { ClaimedJob } from './claim.sql.js';
 
 /** A completion waiting for its write. A class, not an object literal: see "Memory" in docs/performance.md. */
 class PendingCompletion {

@@ -4,7 +4,8 @@ import { hasClusterLimit } from '../options/resolve-queues.js';
 import type { ResolvedQueueOptions } from '../options/resolve-queues.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { QueueStateService } from '../queue-state/queue-state.service.js';
-import type { ClaimRow, LimitedClaimRow, RunnerSql } from './runner.sql.js';
+import type { ClaimRow, LimitedClaimRow } from './claim.sql.js';
+import type { RunnerSql } from './runner.sql.js';
 
 /**
  * Tasks claimed by one statement: those of every queue without limits together (today's claim, as

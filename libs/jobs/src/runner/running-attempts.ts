@@ -1,6 +1,6 @@
 import { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
 import type { ProgressState } from './attempt-progress.js';
-import type { ClaimedJob } from './runner.sql.js';
+import type { ClaimedJob } from './claim.sql.js';
 
 /**
  * An attempt this instance claimed and has not written the ending of yet. A class, not an object

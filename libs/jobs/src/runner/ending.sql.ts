@@ -1,0 +1,174 @@
+import { preparedStatement } from '../database/prepared-statement.js';
+import type { SchemaName } from '../database/schema-name.js';
+
+/**
+ * The writes that end an attempt (complete, fail, snooze, progress) or give it back (release,
+ * requeue orphans), and the look-up of the cancelled ones. Each is one round trip, and every write
+ * that ends an attempt is fenced by `(id, attempt, "claimToken", state = 'active')`: a write for an attempt that is no longer the
+ * job's current, active one (a reaper requeued it, shutdown released it, it snoozed and was claimed
+ * again, by this instance or another) matches nothing and changes nothing. The token because a
+ * snooze reuses the attempt number: a repeat of an ending whose answer was lost would match the
+ * next claim of the job, even on the same instance. The attempt number too because an instance of
+ * a version before migration 12 claims without writing a token, leaving the previous claim's.
+ */
+export function endingSql({ quoted: s }: SchemaName) {
+  /**
+   * Ends the active attempts `selection` picks (a FROM/WHERE over history as h) as interrupted and
+   * queues their jobs again with the attempt unconsumed, created by the instance that gave them
+   * back. `reason` is the parameter of the message history keeps.
+   */
+  const giveBack = (selection: string, reason: string) => `
+      WITH released AS (
+        UPDATE ${s}."jobHistory" h
+        SET state = 'interrupted', "lastErrorMessage" = ${reason}, "updatedAt" = now()
+        ${selection}
+        RETURNING h.*
+      )
+      INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled", awaited,
+                             "createdBy", "createdAt", "traceContext", queue, "groupKey")
+      SELECT id, task, payload, priority, attempt - 1, "maxRetries", "wasScheduled", awaited,
+             "executedBy", "createdAt", "traceContext", queue, "groupKey"
+      FROM released
+      RETURNING id`;
+  return {
+    /**
+     * Records a batch of successful attempts in one statement (one commit for many jobs: commits,
+     * not statements, are what a busy queue waits on), each with its result: JSON text, or NULL
+     * for a task that returned nothing (most: no JSON work, a NULL in the array). Returns the ids
+     * that were still active; the others were fenced out. A result never travels in the
+     * notification: whoever waits reads it from history; nor does an error (an earlier attempt's,
+     * of any length), which keeps the notification a few dozen bytes.
+     *
+     * $1 id[] $2 channel $3 attempt[] $4 result[] $5 claim[]
+     */
+    complete: preparedStatement(`
+      WITH done AS (
+        UPDATE ${s}."jobHistory" h
+        SET state = 'completed', result = c.result, "completedAt" = now(), "updatedAt" = now()
+        FROM unnest($1::uuid[], $3::int[], $4::jsonb[], $5::bigint[]) AS c(id, attempt, result, claim)
+        WHERE h.id = c.id AND h.attempt = c.attempt AND h."claimToken" = c.claim AND h.state = 'active'
+        RETURNING h.id, h.awaited
+      )
+      SELECT id, (SELECT count(*) FROM (
+               SELECT pg_notify($2, json_build_object('event', 'jobCompleted', 'id', id,
+                                                      'state', 'completed')::text)
+               FROM done WHERE awaited) n) AS told
+      FROM done`),
+
+    /**
+     * Records a failed attempt and, while retries remain and the task did not give up ($9), puts
+     * the job back after the task's own delay ($8, from its `backoff`) or the default backoff:
+     * `2^(attempt-1) * $5` seconds, at most $7. The exponent is capped before the power is taken:
+     * with many retries the power alone overflows, and the failure could not be written at all.
+     * Only the final failure is worth telling a waiting caller, with $10, built by the caller
+     * (`endNotification`: its error cut to fit a notification).
+     *
+     * $1 id $2 channel $3 attempt $4 error message $5 retryBackoff $6 requeuedBy $7 maxRetryDelay
+     * $8 delay (seconds, NULL: the default backoff) $9 giveUp $10 notification $11 claim
+     */
+    fail: preparedStatement(`
+      WITH failed AS (
+        UPDATE ${s}."jobHistory"
+        SET state = 'failed', "lastErrorMessage" = $4, "completedAt" = now(), "updatedAt" = now()
+        WHERE id = $1 AND attempt = $3 AND "claimToken" = $11 AND state = 'active'
+        RETURNING *
+      ), retried AS (
+        INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
+                               "isScheduled", awaited, "createdBy", "createdAt", "traceContext", queue,
+                               "groupKey")
+        SELECT id, task, payload, priority,
+               now() + make_interval(secs => COALESCE($8::float8,
+                                                      LEAST(power(2, LEAST(attempt - 1, 60)) * $5, $7))),
+               attempt, "maxRetries", "wasScheduled", awaited, $6, "createdAt", "traceContext", queue, "groupKey"
+        FROM failed WHERE attempt <= "maxRetries" AND NOT $9::bool
+        RETURNING id
+      )
+      SELECT id, (SELECT count(*) FROM retried) > 0 AS retried,
+             (SELECT count(*) FROM (SELECT pg_notify($2, $10) FROM failed
+                                    WHERE awaited AND NOT EXISTS (SELECT 1 FROM retried)) n) AS told
+      FROM failed`),
+
+    /**
+     * Ends an attempt whose task asked to run later (`ctx.snooze`): history says `snoozed` (with
+     * "completedAt", as every write that ends an attempt sets it: the dashboard counts the jobs
+     * waiting out a snooze through job_history_state_ended_at) and the job is queued again, due in
+     * $3 seconds, with the retries it had, so the next attempt has the same number. Fenced like
+     * every ending, by its claim: the attempt number is reused, so a repeat of this write (its
+     * first answer lost) must not snooze the next claim of the job, whichever instance made it.
+     *
+     * $1 id $2 attempt $3 seconds $4 requeuedBy $5 claim
+     */
+    snooze: preparedStatement(`
+      WITH snoozed AS (
+        UPDATE ${s}."jobHistory"
+        SET state = 'snoozed', snoozes = snoozes + 1, "completedAt" = now(), "updatedAt" = now()
+        WHERE id = $1 AND attempt = $2 AND "claimToken" = $5 AND state = 'active'
+        RETURNING *
+      )
+      INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
+                             "isScheduled", awaited, "createdBy", "createdAt", "traceContext", queue,
+                             "groupKey")
+      SELECT id, task, payload, priority, now() + make_interval(secs => $3::float8), attempt - 1,
+             "maxRetries", "wasScheduled", awaited, $4, "createdAt", "traceContext", queue, "groupKey"
+      FROM snoozed
+      RETURNING id`),
+
+    /**
+     * Writes an active attempt's progress and tells every instance ($5, built by the caller: it
+     * carries the value only when small enough for a notification). Fenced: a late write of an
+     * attempt that ended changes nothing.
+     *
+     * $1 id $2 attempt $3 progress $4 channel $5 notification $6 claim
+     */
+    progress: preparedStatement(`
+      WITH written AS (
+        UPDATE ${s}."jobHistory" SET progress = $3::jsonb
+        WHERE id = $1 AND attempt = $2 AND "claimToken" = $6 AND state = 'active'
+        RETURNING id
+      )
+      SELECT id, (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM written) n) AS told
+      FROM written`),
+
+    /** The progress an attempt wrote, for listeners whose notification was too small to carry it. */
+    progressOf: `SELECT progress::text AS progress FROM ${s}."jobHistory" WHERE id = $1 AND attempt = $2`,
+
+    /**
+     * Gives attempts back unconsumed (shutdown): each job is due again at once, with the retries it
+     * had, and its history no longer says it is active.
+     *
+     * $1 id[] $2 attempt[] $3 reason $4 claim[]
+     */
+    release: giveBack(
+      `FROM unnest($1::uuid[], $2::int[], $4::bigint[]) AS r(id, attempt, claim)
+       WHERE h.id = r.id AND h.attempt = r.attempt AND h."claimToken" = r.claim AND h.state = 'active'`,
+      '$3',
+    ),
+
+    /**
+     * Gives back, unconsumed, this instance's active attempts of its current life that it is not
+     * running ($2, $3): those of a claim that committed but whose reply never arrived. Earlier
+     * lives' attempts are the reaper's (they ran, so they count as attempts).
+     *
+     * $1 executedBy $2 running id[] $3 running attempt[] $4 reason $5 running claim[]
+     */
+    requeueOrphans: giveBack(
+      `WHERE h.state = 'active' AND h."executedBy" = $1
+         AND h."startedAt" >= (SELECT "startedAt" FROM ${s}.instances WHERE id = $1)
+         AND NOT EXISTS (SELECT 1 FROM unnest($2::uuid[], $3::int[], $5::bigint[]) AS r(id, attempt, claim)
+                         WHERE r.id = h.id AND r.attempt = h.attempt AND r.claim = h."claimToken")`,
+      '$4',
+    ),
+
+    /**
+     * Which of this instance's running attempts ($1, $2) a cancel has ended (`cancelJob` records
+     * the ending first, then notifies): the poll's backstop for a notification that was lost.
+     *
+     * $1 id[] $2 attempt[] $3 claim[]
+     */
+    cancelledAttempts: `
+      SELECT h.id, h."claimToken" AS claim
+      FROM unnest($1::uuid[], $2::int[], $3::bigint[]) AS r(id, attempt, claim)
+      JOIN ${s}."jobHistory" h ON h.id = r.id AND h.attempt = r.attempt AND h."claimToken" = r.claim
+      WHERE h.state = 'cancelled'`,
+  };
+}
