@@ -13,14 +13,11 @@ import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import type { AddJobOptions, AddedJob } from './add-job-options.interface.js';
+import { BulkOperations } from './bulk-operations.js';
+import type { ChangedJob } from './bulk-operations.js';
 import { CompletionWaiters } from './completion-waiters.js';
 import type { JobEnding } from './completion-waiters.js';
-import type {
-  CancellableJobState,
-  CancelJobsFilter,
-  RetryableJobState,
-  RetryJobsFilter,
-} from './job-filter.interface.js';
+import type { CancelJobsFilter, RetryJobsFilter } from './job-filter.interface.js';
 import type { JobInfo } from './job-info.interface.js';
 import { queueSql } from './job-queue.sql.js';
 import type { QueueSql } from './job-queue.sql.js';
@@ -30,16 +27,8 @@ import { validateJob } from './validate-job.js';
 import { QueueStateService } from '../queue-state/queue-state.service.js';
 import type { QueueInfo } from '../queue-state/queue-info.interface.js';
 import type { JobDefaults, ValidatedJob } from './validate-job.js';
-import { validateJobFilter, validateWaitOptions } from './validate-queue-calls.js';
+import { validateWaitOptions } from './validate-queue-calls.js';
 import type { WaitForJobOptions } from './wait-for-job-options.interface.js';
-
-const RETRYABLE: readonly RetryableJobState[] = ['failed', 'interrupted', 'cancelled'];
-/** A cancelled job was cancelled on purpose: `retryJobs` takes it only when asked to. */
-const RETRIED_BY_DEFAULT: readonly RetryableJobState[] = ['failed', 'interrupted'];
-const CANCELLABLE: readonly CancellableJobState[] = ['pending', 'active'];
-
-/** Jobs one statement of a bulk call takes at most: each batch is a short transaction of its own. */
-const BULK_BATCH_SIZE = 1000;
 
 /** How often a statement that found its job moving between the queue and history runs again. */
 const MAX_ROUNDS = 10;
@@ -58,12 +47,6 @@ interface AwaitedJobRow {
   readonly marked: number;
 }
 
-/** What one batch of a bulk statement did. */
-interface BatchRow {
-  readonly picked: number;
-  readonly jobs: { id: string; task: string; queue: string }[];
-}
-
 /**
  * Enqueues jobs and reports on them. Inject it anywhere in the app.
  *
@@ -77,6 +60,7 @@ export class JobQueueService {
   private readonly sql: QueueSql;
   private readonly channel: string;
   private readonly defaults: JobDefaults;
+  private readonly bulk: BulkOperations;
 
   /** @internal Nest constructs it: its parameters are the module's internals. */
   constructor(
@@ -90,6 +74,9 @@ export class JobQueueService {
   ) {
     this.sql = queueSql(db.schema);
     this.channel = channelFor(db.schema);
+    this.bulk = new BulkOperations(options, db, this.sql, this.channel, events, (jobs) =>
+      this.reportCancelled(jobs),
+    );
     this.defaults = {
       taskMaxRetries: (task) => registry.get(task)?.options.maxRetries,
       taskQueue: (task) => registry.queueForNewJob(task),
@@ -220,28 +207,8 @@ export class JobQueueService {
    * Returns how many jobs it cancelled. Throws `InvalidJobFilterError` on a bad filter, before
    * anything is changed.
    */
-  async cancelJobs(filter: CancelJobsFilter = {}): Promise<number> {
-    const { task, queue, states, before } = validateJobFilter(filter, CANCELLABLE, CANCELLABLE);
-    // Only jobs enqueued before the call: a producer adding jobs meanwhile cannot keep it going.
-    const now = await this.databaseNow();
-    const bound = before !== null && before < now ? before : now;
-    let cancelled = 0;
-    // Queued ones first: one claimed meanwhile is running by the time running ones are looked for.
-    if (states.includes('pending')) {
-      cancelled += await this.inBatches(
-        this.sql.cancelQueuedJobs,
-        [task, bound, this.channel, BULK_BATCH_SIZE, queue],
-        (jobs) => this.reportCancelled(jobs),
-      );
-    }
-    if (states.includes('active')) {
-      cancelled += await this.inBatches(
-        this.sql.cancelRunningJobs,
-        [task, bound, this.channel, BULK_BATCH_SIZE, queue],
-        (jobs) => this.reportCancelled(jobs),
-      );
-    }
-    return cancelled;
+  cancelJobs(filter: CancelJobsFilter = {}): Promise<number> {
+    return this.bulk.cancelJobs(filter);
   }
 
   /**
@@ -252,78 +219,22 @@ export class JobQueueService {
    * retries, as the dashboard's retry. In batches; returns how many jobs it queued. Throws
    * `InvalidJobFilterError` on a bad filter, before anything is changed.
    */
-  async retryJobs(filter: RetryJobsFilter = {}): Promise<number> {
-    const { task, queue, states, before } = validateJobFilter(
-      filter,
-      RETRYABLE,
-      RETRIED_BY_DEFAULT,
-    );
-    // Only jobs that ended before the call: one that fails again meanwhile is not taken twice.
-    const now = await this.databaseNow();
-    return this.inBatches(
-      this.sql.retryJobs,
-      [
-        task,
-        before,
-        this.options.instanceId,
-        BULK_BATCH_SIZE,
-        states,
-        now,
-        null,
-        this.channel,
-        NEW_JOB_NOTIFICATION,
-        queue,
-      ],
-      (jobs) => this.events.retried(jobs),
-    );
+  retryJobs(filter: RetryJobsFilter = {}): Promise<number> {
+    return this.bulk.retryJobs(filter);
   }
 
   /**
    * @internal The dashboard's retry of one job that ended for good (failed, interrupted or
    * cancelled), as `retryJobs` retries it. `false` if it is in no such state.
    */
-  async retryJob(id: string): Promise<boolean> {
+  retryJob(id: string): Promise<boolean> {
     assertJobId(id);
-    const [row] = await this.db.query<BatchRow>(this.sql.retryJobs, [
-      null,
-      null,
-      this.options.instanceId,
-      1,
-      RETRYABLE,
-      null,
-      id,
-      this.channel,
-      NEW_JOB_NOTIFICATION,
-      null,
-    ]);
-    this.events.retried(row.jobs);
-    return row.jobs.length > 0;
+    return this.bulk.retryJob(id);
   }
 
-  private reportCancelled(jobs: BatchRow['jobs']): void {
+  private reportCancelled(jobs: readonly ChangedJob[]): void {
     for (const { id } of jobs) this.waiters.settle({ id, state: 'cancelled' });
     this.events.cancelled(jobs);
-  }
-
-  /** The database's clock, which every row's times are on. */
-  private async databaseNow(): Promise<Date> {
-    const [{ now }] = await this.db.query<{ now: Date }>(this.sql.now);
-    return now;
-  }
-
-  /** Runs a bulk statement until a batch picks fewer jobs than it may; returns how many it changed. */
-  private async inBatches(
-    statement: string,
-    params: unknown[],
-    report: (jobs: BatchRow['jobs']) => void,
-  ): Promise<number> {
-    let changed = 0;
-    for (;;) {
-      const [{ picked, jobs }] = await this.db.query<BatchRow>(statement, params);
-      changed += jobs.length;
-      report(jobs);
-      if (picked < BULK_BATCH_SIZE) return changed;
-    }
   }
 
   /**

@@ -1,0 +1,138 @@
+import type { JobsDatabase } from '../database/jobs-database.js';
+import type { JobEventEmitter } from '../events/job-event-emitter.js';
+import { NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
+import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import type {
+  CancellableJobState,
+  CancelJobsFilter,
+  RetryableJobState,
+  RetryJobsFilter,
+} from './job-filter.interface.js';
+import type { QueueSql } from './job-queue.sql.js';
+import { validateJobFilter } from './validate-queue-calls.js';
+
+const RETRYABLE: readonly RetryableJobState[] = ['failed', 'interrupted', 'cancelled'];
+/** A cancelled job was cancelled on purpose: `retryJobs` takes it only when asked to. */
+const RETRIED_BY_DEFAULT: readonly RetryableJobState[] = ['failed', 'interrupted'];
+const CANCELLABLE: readonly CancellableJobState[] = ['pending', 'active'];
+
+/** Jobs one statement of a bulk call takes at most: each batch is a short transaction of its own. */
+const BULK_BATCH_SIZE = 1000;
+
+/** A job a bulk statement (or `cancelJob`) changed. */
+export interface ChangedJob {
+  readonly id: string;
+  readonly task: string;
+  readonly queue: string;
+}
+
+/** What one batch of a bulk statement did. */
+interface BatchRow {
+  readonly picked: number;
+  readonly jobs: ChangedJob[];
+}
+
+/**
+ * The calls of `JobQueueService` that change many jobs at once (`cancelJobs`, `retryJobs`, and the
+ * dashboard's retry of one job, which shares `retryJobs`' statement), in batches.
+ */
+export class BulkOperations {
+  constructor(
+    private readonly options: ResolvedJobsOptions,
+    private readonly db: JobsDatabase,
+    private readonly sql: QueueSql,
+    private readonly channel: string,
+    private readonly events: JobEventEmitter,
+    /** Settles the waiters of cancelled jobs and tells their events, as `cancelJob` does. */
+    private readonly reportCancelled: (jobs: readonly ChangedJob[]) => void,
+  ) {}
+
+  async cancelJobs(filter: CancelJobsFilter): Promise<number> {
+    const { task, queue, states, before } = validateJobFilter(filter, CANCELLABLE, CANCELLABLE);
+    // Only jobs enqueued before the call: a producer adding jobs meanwhile cannot keep it going.
+    const now = await this.databaseNow();
+    const bound = before !== null && before < now ? before : now;
+    let cancelled = 0;
+    // Queued ones first: one claimed meanwhile is running by the time running ones are looked for.
+    if (states.includes('pending')) {
+      cancelled += await this.inBatches(
+        this.sql.cancelQueuedJobs,
+        [task, bound, this.channel, BULK_BATCH_SIZE, queue],
+        this.reportCancelled,
+      );
+    }
+    if (states.includes('active')) {
+      cancelled += await this.inBatches(
+        this.sql.cancelRunningJobs,
+        [task, bound, this.channel, BULK_BATCH_SIZE, queue],
+        this.reportCancelled,
+      );
+    }
+    return cancelled;
+  }
+
+  async retryJobs(filter: RetryJobsFilter): Promise<number> {
+    const { task, queue, states, before } = validateJobFilter(
+      filter,
+      RETRYABLE,
+      RETRIED_BY_DEFAULT,
+    );
+    // Only jobs that ended before the call: one that fails again meanwhile is not taken twice.
+    const now = await this.databaseNow();
+    return this.inBatches(
+      this.sql.retryJobs,
+      [
+        task,
+        before,
+        this.options.instanceId,
+        BULK_BATCH_SIZE,
+        states,
+        now,
+        null,
+        this.channel,
+        NEW_JOB_NOTIFICATION,
+        queue,
+      ],
+      (jobs) => this.events.retried(jobs),
+    );
+  }
+
+  /** Retries job `id` (a valid id) if it ended for good; `false` if it is in no such state. */
+  async retryJob(id: string): Promise<boolean> {
+    const [row] = await this.db.query<BatchRow>(this.sql.retryJobs, [
+      null,
+      null,
+      this.options.instanceId,
+      1,
+      RETRYABLE,
+      null,
+      id,
+      this.channel,
+      NEW_JOB_NOTIFICATION,
+      null,
+    ]);
+    this.events.retried(row.jobs);
+    return row.jobs.length > 0;
+  }
+
+  /** The database's clock, which every row's times are on. */
+  private async databaseNow(): Promise<Date> {
+    const [{ now }] = await this.db.query<{ now: Date }>(this.sql.now);
+    return now;
+  }
+
+  /** Runs a bulk statement until a batch picks fewer jobs than it may; returns how many it changed. */
+  private async inBatches(
+    statement: string,
+    params: unknown[],
+    report: (jobs: readonly ChangedJob[]) => void,
+  ): Promise<number> {
+    let changed = 0;
+    for (;;) {
+      const [{ picked, jobs }] = await this.db.query<BatchRow>(statement, params);
+      changed += jobs.length;
+      report(jobs);
+      if (picked < BULK_BATCH_SIZE) return changed;
+    }
+  }
+}
