@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { toError } from '../common/errors.js';
 import { newJobId } from '../common/job-id.js';
 import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
@@ -20,28 +19,13 @@ import type {
 import { validateSchedule } from '../cron-schedule/validate-schedule.js';
 import type { ValidatedSchedule } from '../cron-schedule/validate-schedule.js';
 import { cronSql } from './cron-planner.sql.js';
+import { PlanningRound } from './planning-round.js';
 import type { CronSql, ScheduleRow } from './cron-planner.sql.js';
-import { expandSlots, latestSlotAtOrBefore } from '../cron-schedule/slot-expansion.js';
-
-/**
- * How long a slot row outlives its slot (and its job's claim). Planners only expand slots after
- * the database's now (read at the start of their round), so an hour is far more than any round
- * can lag.
- */
-const SLOT_RETENTION_SECONDS = 3600;
+import { expandSlots } from '../cron-schedule/slot-expansion.js';
 
 /** `nextRuns()` answers at most this many slots, found within this far ahead. */
 const MAX_NEXT_RUNS = 1000;
 const NEXT_RUNS_HORIZON_MS = 10 * 366 * 86_400_000;
-
-interface PlanningBatch {
-  readonly schedule: string[];
-  readonly version: number[];
-  readonly slot: Date[];
-  readonly jobId: string[];
-  readonly maxRetries: number[];
-  readonly queue: string[];
-}
 
 /**
  * Expands the stored cron schedules into future jobs, once across all instances.
@@ -68,6 +52,7 @@ export class CronPlannerService {
   private readonly sql: CronSql;
   private readonly channel: string;
   private readonly tick: Tick;
+  private readonly round: PlanningRound;
   private staticSchedules: readonly ValidatedSchedule[] = [];
   private staticSynced = false;
 
@@ -79,6 +64,7 @@ export class CronPlannerService {
   ) {
     this.sql = cronSql(db.schema);
     this.channel = channelFor(db.schema);
+    this.round = new PlanningRound(options, db, registry, this.sql, this.channel, this.logger);
     this.tick = new Tick(
       'Planning cron jobs',
       options.scheduledCheck * 1000,
@@ -92,10 +78,8 @@ export class CronPlannerService {
    * and the catch-up run of `runOnce` schedules that missed slots. Safe to call from any number
    * of instances at once. Returns how many jobs this call planned.
    */
-  async planSlots(): Promise<number> {
-    const planned = await this.plan();
-    await this.db.query(this.sql.pruneSlots, [SLOT_RETENTION_SECONDS]);
-    return planned;
+  planSlots(): Promise<number> {
+    return this.round.run();
   }
 
   /** @deprecated Renamed {@link CronPlannerService.planSlots}: it plans slots, it adds nothing else. */
@@ -170,7 +154,7 @@ export class CronPlannerService {
     const [job] = await this.db.query<{ id: string }>(this.sql.triggerSchedule, [
       name,
       newJobId(),
-      this.maxRetriesOf(schedule.task),
+      this.round.maxRetriesOf(schedule.task),
       this.options.instanceId,
       this.channel,
       NEW_JOB_NOTIFICATION,
@@ -284,88 +268,6 @@ export class CronPlannerService {
       this.logger.log(`Removed static schedule "${name}": no longer declared by this instance.`);
     }
     this.staticSynced = true;
-  }
-
-  private async plan(): Promise<number> {
-    const rows = await this.db.query<ScheduleRow & { now: Date }>(this.sql.schedulesWithNow);
-    const now = rows[0].now;
-    const until = new Date(now.getTime() + this.options.scheduleHorizon * 1000);
-    const batch: PlanningBatch = {
-      schedule: [],
-      version: [],
-      slot: [],
-      jobId: [],
-      maxRetries: [],
-      queue: [],
-    };
-    const skippedOnly: ScheduleRow[] = [];
-    for (const schedule of rows) {
-      if (schedule.name === null || schedule.paused) continue;
-      let slots: Date[];
-      let missed: Date | null;
-      try {
-        slots = expandSlots(schedule, now, until, this.options.maxPlannedSlots);
-        missed = this.missedSlot(schedule, now);
-      } catch (err) {
-        // A row written by hand or by another version of the library: the others still get planned.
-        this.logger.warn(`Schedule "${schedule.name}" cannot be expanded: ${toError(err).message}`);
-        continue;
-      }
-      if (missed && schedule.missedSlots === 'runOnce') {
-        this.logger.warn(
-          `Schedule "${schedule.name}" missed slots; running once for ${missed.toISOString()}.`,
-        );
-        slots.unshift(missed);
-      } else if (missed) {
-        this.logger.warn(
-          `Schedule "${schedule.name}" missed its slots up to ${missed.toISOString()}; skipped (missedSlots: 'skip').`,
-        );
-        if (slots.length === 0) skippedOnly.push(schedule);
-      }
-      const maxRetries = this.maxRetriesOf(schedule.task);
-      const queue = this.registry.queueForNewJob(schedule.task);
-      for (const slot of slots) {
-        batch.schedule.push(schedule.name);
-        batch.version.push(schedule.version);
-        batch.slot.push(slot);
-        batch.jobId.push(newJobId());
-        batch.maxRetries.push(maxRetries);
-        batch.queue.push(queue);
-      }
-    }
-    if (skippedOnly.length > 0) {
-      await this.db.query(this.sql.markPlannedUntilNow, [
-        skippedOnly.map((schedule) => schedule.name),
-        skippedOnly.map((schedule) => schedule.version),
-      ]);
-    }
-    if (batch.slot.length === 0) return 0;
-    const [result] = await this.db.query<{ planned: number }>(this.sql.planSlots, [
-      batch.schedule,
-      batch.version,
-      batch.slot,
-      batch.jobId,
-      batch.maxRetries,
-      this.options.instanceId,
-      this.channel,
-      NEW_JOB_NOTIFICATION,
-      batch.queue,
-    ]);
-    if (result.planned > 0) this.logger.log(`Planned ${result.planned} cron job(s).`);
-    return result.planned;
-  }
-
-  /** Retries of a planned job: its task's, else the module's. */
-  private maxRetriesOf(task: string): number {
-    return this.registry.get(task)?.options.maxRetries ?? this.options.maxRetries;
-  }
-
-  /** The latest slot that fell due after the last planned one and was never planned, if any. */
-  private missedSlot(schedule: ScheduleRow, now: Date): Date | null {
-    const { plannedUntil } = schedule;
-    if (!plannedUntil || plannedUntil.getTime() >= now.getTime()) return null;
-    const latest = latestSlotAtOrBefore(schedule, now);
-    return latest && latest.getTime() > plannedUntil.getTime() ? latest : null;
   }
 
   /**
