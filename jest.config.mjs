@@ -1,6 +1,7 @@
 /** @type {import('jest').Config} */
 export default {
-  testEnvironment: 'node',
+  // Node's, printing the library's warnings of a failing test (test/support/test-environment.mjs).
+  testEnvironment: '<rootDir>/test/support/test-environment.mjs',
   rootDir: '.',
   roots: ['<rootDir>/libs', '<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
@@ -18,7 +19,9 @@ export default {
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   reporters: ['default', '<rootDir>/test/support/suite-times.mjs'],
-  testTimeout: 60_000,
+  // Above the 60 s a test's child process may run (test/support/compiled-package.ts), so that a
+  // hung child fails its test with its own output rather than with this timeout.
+  testTimeout: 90_000,
   // Two cores: each test file boots Nest apps and a database of its own.
   maxWorkers: 2,
 };

@@ -6,6 +6,8 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 const ROOT = process.cwd();
+/** How long an app's process may run (below Jest's testTimeout, jest.config.mjs). */
+const CHILD_TIMEOUT_MS = 60_000;
 
 export interface CompiledApp {
   /** The app's folder: its `node_modules` holds the package and what it needs, nothing else. */
@@ -80,12 +82,22 @@ export async function installCompiledPackage(
       run(process.execPath, [file, ...args], {
         cwd: dir,
         env: { ...process.env, NODE_OPTIONS: '', ...env },
-        timeout: 60_000,
+        timeout: CHILD_TIMEOUT_MS,
       }).then(
         ({ stdout, stderr }) => ({ stdout, stderr, code: 0 }),
-        (err: { stdout?: string; stderr?: string; code?: number }) => {
+        (err: { stdout?: string; stderr?: string; code?: number | null; killed?: boolean }) => {
+          const stdout = err.stdout ?? '';
+          const stderr = err.stderr ?? '';
+          // Hung: fail with what it printed, not with Jest's timeout, which shows nothing of it.
+          if (err.killed) {
+            return {
+              stdout,
+              stderr: `${stderr}\n(killed: still running after ${CHILD_TIMEOUT_MS / 1000} s)`,
+              code: -1,
+            };
+          }
           if (typeof err.code !== 'number') throw err;
-          return { stdout: err.stdout ?? '', stderr: err.stderr ?? '', code: err.code };
+          return { stdout, stderr, code: err.code };
         },
       ),
     remove: () => rmSync(dir, { recursive: true, force: true }),

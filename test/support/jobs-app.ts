@@ -49,13 +49,28 @@ export async function startJobsApp(url: string, setup: AppSetup = {}): Promise<J
   return app;
 }
 
-/** Warnings and errors only: they are what a failing test needs to explain itself. */
+/**
+ * The latest warnings of the running test, which test/support/test-environment.mjs prints if the
+ * test fails: a failure on CI explains itself without JOBS_TEST_LOG.
+ */
+function keepWarning(line: string): void {
+  const kept = ((globalThis as { __jobsWarnings?: string[] }).__jobsWarnings ??= []);
+  if (kept.length >= 200) kept.shift();
+  kept.push(line);
+}
+
+/**
+ * Errors always, warnings with JOBS_TEST_LOG=1 (or, kept, when the test fails): what a failing
+ * test needs to explain itself.
+ */
 export const quietLogger = {
   log: () => undefined,
   debug: () => undefined,
   verbose: () => undefined,
-  warn: (message: unknown, context?: unknown) =>
-    process.env.JOBS_TEST_LOG && console.warn(context, message),
+  warn: (message: unknown, context?: unknown) => {
+    if (process.env.JOBS_TEST_LOG) console.warn(context, message);
+    else keepWarning(`${new Date().toISOString()} [${String(context)}] ${String(message)}`);
+  },
   error: (message: unknown, context?: unknown) => console.error(context, message),
 };
 
