@@ -79,7 +79,7 @@ export function adminSql({ quoted: s }: SchemaName) {
    * A sort key such as COALESCE("completedAt", "startedAt") would be an expression no index
    * holds, and would sort the whole history on every page. (An `interrupted` row without
    * "completedAt" is an attempt released at shutdown: its job is queued again, so it is listed
-   * as pending.) `test/admin-plans.spec.ts` holds the plans.
+   * as pending.) `test/admin/admin-plans.spec.ts` holds the plans.
    */
   return {
     /** In claim order (jobs_claim_order). $1 task (or null) $2 limit $3 offset */

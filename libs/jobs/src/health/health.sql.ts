@@ -7,7 +7,7 @@ export function healthSql({ quoted: s }: SchemaName) {
      * The queue's lag: how long ago the most overdue due job fell due, in seconds (0 when none is
      * due). Read as a loose index scan of `jobs_claim_order` (priority DESC, "waitUntil", seq): one
      * probe per distinct priority for the next priority down, one for the earliest job of each, so
-     * that a health check never reads, or sorts, a long queue (asserted in test/health.spec.ts).
+     * that a health check never reads, or sorts, a long queue (asserted in test/observability/health.spec.ts).
      */
     lag: `
       WITH RECURSIVE priorities AS (

@@ -15,7 +15,7 @@ export function retentionSql({ quoted: s }: SchemaName) {
      * whose statistics are missing or stale, that list matches job_history_state_ended_at, and the
      * planner collected every expired row through it and sorted them all, for each batch of a
      * round, so that a batch's cost grew with the backlog instead of its size (see "History growth
-     * under a steady drain" in docs/performance.md). `test/retention-pruning.spec.ts` holds the
+     * under a steady drain" in docs/performance.md). `test/database/retention-pruning.spec.ts` holds the
      * plan. A state added later that must outlive its "completedAt" has to be left out here too.
      *
      * $1 historyExpiration (seconds) $2 batch size

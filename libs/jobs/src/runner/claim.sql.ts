@@ -69,7 +69,7 @@ export function claimSql({ quoted: s }: SchemaName) {
    *
    * Scalar subqueries with LIMIT, not EXISTS: PostgreSQL may plan an EXISTS here as one hashed
    * anti-join over every slot row of every schedule, built by each claim that has a missed job; a
-   * scalar subquery stays a per-row look-up on the slot indexes (asserted in test/claim-plan.spec.ts).
+   * scalar subquery stays a per-row look-up on the slot indexes (asserted in test/runner/claim-plan.spec.ts).
    * The active run is found from the active attempts (job_history_active: as many rows as the
    * cluster runs jobs), each looked up by its slot row, not from the schedule's slots, of which an
    * every-second schedule keeps thousands.
