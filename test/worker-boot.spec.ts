@@ -77,12 +77,12 @@ it('fails the boot after workerStartTimeout, and stops its thread, when the work
   writeFileSync(hangingWorkerUrlFile(), db.url);
   try {
     // Long enough for a thread to load the module under a busy machine: the session must show first.
-    const attempt = boot({ workerModule: HANGING_MODULE, workerStartTimeout: 10 });
+    const attempt = boot({ workerModule: HANGING_MODULE, workerStartTimeout: 20 });
     attempt.catch(() => undefined);
     await waitFor('the worker module to hang', async () => (await hangingSessions()) === 1, 30_000);
     await expect(attempt).rejects.toThrow(WorkerPoolBootError);
     await expect(attempt).rejects.toThrow(
-      /did not answer within workerStartTimeout \(10s\).*never finished loading/s,
+      /did not answer within workerStartTimeout \(20s\).*never finished loading/s,
     );
     await waitFor('the hanging thread to end', async () => (await hangingSessions()) === 0);
   } finally {
