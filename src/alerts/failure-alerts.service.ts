@@ -4,7 +4,7 @@ import { JobEventsService } from 'nestjs-pg-jobs';
 import type { Subscription } from 'rxjs';
 
 /**
- * Subscribes to job lifecycle events: a job that failed for good is what would page someone in a
+ * Subscribes to job events: a job that failed for good is what would page someone in a
  * real app (here it is logged).
  */
 @Injectable()

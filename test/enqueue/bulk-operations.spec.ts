@@ -5,7 +5,7 @@ import {
   JobsMetricsModule,
   JobsMetricsService,
 } from 'nestjs-pg-jobs';
-import type { JobLifecycleEvent } from 'nestjs-pg-jobs';
+import type { JobEvent } from 'nestjs-pg-jobs';
 import { FlakyTask } from '../support/flaky-task.js';
 import { abortReasons, GatedTask, started } from '../support/gated-task.js';
 import { startHttpJobsApp } from '../support/http-app.js';
@@ -16,7 +16,7 @@ import { useTestDatabase } from '../support/test-database.js';
 
 const db = useTestDatabase();
 let app: HttpJobsApp;
-const events: JobLifecycleEvent[] = [];
+const events: JobEvent[] = [];
 
 beforeAll(async () => {
   app = await startHttpJobsApp(db.url, {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { JobEventsService, JobTask, JobsMetricsModule, JobsMetricsService } from 'nestjs-pg-jobs';
-import type { JobLifecycleEvent, JobTaskHandler } from 'nestjs-pg-jobs';
+import type { JobEvent, JobTaskHandler } from 'nestjs-pg-jobs';
 import { useCluster } from '../support/cluster.js';
 import { startHttpJobsApp } from '../support/http-app.js';
 import type { HttpJobsApp } from '../support/http-app.js';
@@ -30,8 +30,8 @@ beforeAll(async () => {
 });
 afterAll(() => worker?.close());
 
-it("carries the job's queue in lifecycle events and getJob, and keeps its group across a retry", async () => {
-  const events: JobLifecycleEvent[] = [];
+it("carries the job's queue in job events and getJob, and keeps its group across a retry", async () => {
+  const events: JobEvent[] = [];
   const subscription = worker.app.get(JobEventsService).events$.subscribe((e) => events.push(e));
   try {
     const { id, promise } = await worker.queue.addJob({

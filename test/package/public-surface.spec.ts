@@ -14,3 +14,11 @@ it('keeps the deprecated names as aliases of the renamed classes', () => {
   expect(api.InvalidJobsOptionError).toBe(api.InvalidModuleOptionError);
   expect(api.JobsMetrics).toBe(api.JobsMetricsService);
 });
+
+it('keeps the deprecated job event type names as aliases of the renamed ones', () => {
+  // Checked by the type-check (`npm run lint`): each alias is exactly its new name.
+  type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+  const event: Same<api.JobLifecycleEvent, api.JobEvent> = true;
+  const type: Same<api.JobLifecycleEventType, api.JobEventType> = true;
+  expect([event, type]).toEqual([true, true]);
+});

@@ -1,3 +1,4 @@
+import { rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Injectable } from '@nestjs/common';
 import type { Type } from '@nestjs/common';
@@ -9,8 +10,9 @@ import {
   WorkerPoolBootError,
 } from 'nestjs-pg-jobs';
 import type { JobsModuleOptions } from 'nestjs-pg-jobs';
-import { startJobsApp } from '../support/jobs-app.js';
+import { startJobsApp, waitFor } from '../support/jobs-app.js';
 import { useTestDatabase } from '../support/test-database.js';
+import { hangingWorkerUrlFile } from '../fixtures/workers/hanging-worker-url.js';
 import {
   startWorkerApp,
   THREAD_LOADER_EXEC_ARGV,
@@ -21,6 +23,11 @@ const db = useTestDatabase();
 const BROKEN_MODULE = fileURLToPath(
   new URL('../fixtures/workers/broken.module.ts', import.meta.url),
 );
+const HANGING_MODULE = fileURLToPath(
+  new URL('../fixtures/workers/hanging.module.ts', import.meta.url),
+);
+/** The session `HANGING_MODULE` holds while its thread hangs (not imported: importing it hangs). */
+const HANGING_WORKER_SESSION = 'hanging worker module';
 
 const boot = (options: Partial<JobsModuleOptions>, tasks: Type[] = []) =>
   startJobsApp(db.url, { tasks, options: { workerExecArgv: THREAD_LOADER_EXEC_ARGV, ...options } });
@@ -56,6 +63,31 @@ it('fails the boot, with the cause, when the workerModule cannot boot in a threa
   const attempt = boot({ workerModule: BROKEN_MODULE });
   await expect(attempt).rejects.toThrow(WorkerPoolBootError);
   await expect(attempt).rejects.toThrow(/the broken worker task cannot be built/);
+}, 60_000);
+
+it('fails the boot after workerStartTimeout, and stops its thread, when the workerModule never finishes loading', async () => {
+  const hangingSessions = async () => {
+    const [{ n }] = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = $1`,
+      [HANGING_WORKER_SESSION],
+    );
+    return n;
+  };
+  writeFileSync(hangingWorkerUrlFile(), db.url);
+  try {
+    // Long enough for a thread to load the module under a busy machine: the session must show first.
+    const attempt = boot({ workerModule: HANGING_MODULE, workerStartTimeout: 20 });
+    attempt.catch(() => undefined);
+    await waitFor('the worker module to hang', async () => (await hangingSessions()) === 1, 30_000);
+    await expect(attempt).rejects.toThrow(WorkerPoolBootError);
+    await expect(attempt).rejects.toThrow(
+      /did not answer within workerStartTimeout \(20s\).*never finished loading/s,
+    );
+    await waitFor('the hanging thread to end', async () => (await hangingSessions()) === 0);
+  } finally {
+    rmSync(hangingWorkerUrlFile(), { force: true });
+  }
 }, 60_000);
 
 it('fails the boot, saying to pass workerExecArgv, when threads would get no loader for the TypeScript sources', async () => {

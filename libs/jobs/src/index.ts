@@ -117,6 +117,8 @@ export {
 // Events of this instance's jobs.
 export { JobEventsService } from './events/job-events.service.js';
 export type {
+  JobEvent,
+  JobEventType,
   JobLifecycleEvent,
   JobLifecycleEventType,
   JobEventBase,

@@ -1,14 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { newJobId } from '../common/job-id.js';
-import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
-import {
-  InvalidScheduleError,
-  JobsError,
-  UnknownScheduleError,
-  UnknownTaskError,
-} from '../errors/jobs.errors.js';
+import { InvalidScheduleError, JobsError, UnknownScheduleError } from '../errors/jobs.errors.js';
 import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
@@ -17,9 +11,10 @@ import type {
   ScheduleInfo,
 } from '../cron-schedule/cron-schedule.interface.js';
 import { validateSchedule } from '../cron-schedule/validate-schedule.js';
-import type { ValidatedSchedule } from '../cron-schedule/validate-schedule.js';
+import { BackgroundPlanner } from './background-planner.js';
 import { cronSql } from './cron-planner.sql.js';
 import { PlanningRound } from './planning-round.js';
+import { ScheduleWriter } from './schedule-writer.js';
 import type { CronSql, ScheduleRow } from './cron-planner.sql.js';
 import { expandSlots } from '../cron-schedule/slot-expansion.js';
 
@@ -35,7 +30,8 @@ const NEXT_RUNS_HORIZON_MS = 10 * 366 * 86_400_000;
  * `(schedule, slot)` row, whose primary key turns a second planner's insert into a no-op, and that
  * row outlives the job's claim. The seed's `jobLock` row only spares the other instances a round
  * that one of them has just done. The clock is the database's, so instances whose clocks disagree
- * still plan the same slots.
+ * still plan the same slots. What runs on its own (the static schedules' sync at boot, the round on
+ * every `scheduledCheck`) is `BackgroundPlanner`'s; this class is the schedules' public API.
  *
  * Schedules come from `JobsModule.forRoot({ schedules })`, `@JobTask({ cron })`, `@Cron()` methods
  * under `JobsScheduleModule` (all "static": written at boot) and `setSchedule()` /
@@ -51,10 +47,9 @@ export class CronPlannerService {
   private readonly logger = new Logger('JobsCron');
   private readonly sql: CronSql;
   private readonly channel: string;
-  private readonly tick: Tick;
   private readonly round: PlanningRound;
-  private staticSchedules: readonly ValidatedSchedule[] = [];
-  private staticSynced = false;
+  private readonly writer: ScheduleWriter;
+  private readonly background: BackgroundPlanner;
 
   /** @internal Nest constructs it: its parameters are the module's internals. */
   constructor(
@@ -65,10 +60,14 @@ export class CronPlannerService {
     this.sql = cronSql(db.schema);
     this.channel = channelFor(db.schema);
     this.round = new PlanningRound(options, db, registry, this.sql, this.channel, this.logger);
-    this.tick = new Tick(
-      'Planning cron jobs',
-      options.scheduledCheck * 1000,
-      () => this.scheduledRound(),
+    this.writer = new ScheduleWriter(options, db, registry, this.sql, this.logger);
+    this.background = new BackgroundPlanner(
+      options,
+      db,
+      registry,
+      this.sql,
+      this.writer,
+      this.round,
       this.logger,
     );
   }
@@ -95,16 +94,15 @@ export class CronPlannerService {
    */
   async setSchedule(schedule: CronScheduleOptions): Promise<void> {
     const validated = validateSchedule(schedule, 'dynamic', this.options.missedSlotGrace);
-    this.assertKnownTask(validated);
-    this.warnIfGraceWithinPolling(validated);
-    await this.write(validated);
+    this.writer.check(validated);
+    await this.writer.write(validated);
     await this.planSlots();
   }
 
   /** Removes a schedule and its planned jobs that have not started. Returns `false` if there was none. */
   async removeSchedule(name: string): Promise<boolean> {
     assertScheduleName(name);
-    return this.remove(name);
+    return this.writer.remove(name);
   }
 
   /**
@@ -195,34 +193,7 @@ export class CronPlannerService {
 
   /** @internal Validates the static schedules once the handlers are discovered: a bad one fails the boot. */
   prepare(): void {
-    const fromTasks = this.registry.names.flatMap((name) => {
-      const { cron, timezone, payload, missedSlots, missedSlotGrace, overlap } =
-        this.registry.get(name)!.options;
-      if (cron === undefined) return [];
-      return [
-        validateSchedule(
-          { task: name, cron, timezone, payload, missedSlots, missedSlotGrace, overlap },
-          'static',
-          this.options.missedSlotGrace,
-        ),
-      ];
-    });
-    const schedules = [...this.options.schedules, ...fromTasks];
-    const seen = new Set<string>();
-    for (const schedule of schedules) {
-      if (seen.has(schedule.name)) {
-        throw new InvalidScheduleError(
-          schedule.name,
-          'name',
-          schedule.name,
-          'is declared twice (names are unique)',
-        );
-      }
-      seen.add(schedule.name);
-      this.assertKnownTask(schedule);
-      this.warnIfGraceWithinPolling(schedule);
-    }
-    this.staticSchedules = schedules;
+    this.background.prepare();
   }
 
   /**
@@ -230,93 +201,12 @@ export class CronPlannerService {
    * (where a failed boot round is retried).
    */
   start(): Promise<void> {
-    return this.tick.startNow(() => this.bootRound());
+    return this.background.start();
   }
 
   /** @internal */
   stop(): Promise<void> {
-    return this.tick.stop();
-  }
-
-  /**
-   * At boot an instance plans whoever holds the round lock: a round a peer has just done predates
-   * the static schedules this instance has just written.
-   */
-  private async bootRound(): Promise<void> {
-    await this.syncStaticSchedules();
-    await this.planSlots();
-  }
-
-  private async scheduledRound(): Promise<number> {
-    await this.syncStaticSchedules();
-    const locked = await this.db.query(this.sql.takeRoundLock, [
-      this.options.instanceId,
-      this.options.scheduledCheck / 2,
-    ]);
-    return locked.length > 0 ? this.planSlots() : 0;
-  }
-
-  private async syncStaticSchedules(): Promise<void> {
-    if (this.staticSynced) return;
-    for (const schedule of this.staticSchedules) await this.write(schedule);
-    const stale = await this.db.query<{ name: string }>(this.sql.staleStaticSchedules, [
-      this.registry.names,
-      this.staticSchedules.map((schedule) => schedule.name),
-    ]);
-    for (const { name } of stale) {
-      await this.remove(name);
-      this.logger.log(`Removed static schedule "${name}": no longer declared by this instance.`);
-    }
-    this.staticSynced = true;
-  }
-
-  /**
-   * A warning, not an error: which instances claim a schedule's jobs, and how often they poll, is
-   * not this instance's to know. The module's own grace is checked against `pollingCheck` at boot.
-   */
-  private warnIfGraceWithinPolling(schedule: ValidatedSchedule): void {
-    if (!this.options.runJobs || schedule.missedSlotGrace > this.options.pollingCheck) return;
-    this.logger.warn(
-      `Schedule "${schedule.name}" has missedSlotGrace ${schedule.missedSlotGrace}s, not longer than this ` +
-        `instance's pollingCheck (${this.options.pollingCheck}s): a slot that falls due just after a poll ` +
-        'waits for the next one and is skipped as missed.',
-    );
-  }
-
-  private assertKnownTask(schedule: ValidatedSchedule): void {
-    if (!this.options.allowUnknownTasks && this.registry.get(schedule.task) === undefined) {
-      throw new UnknownTaskError(schedule.task, this.registry.names);
-    }
-  }
-
-  /**
-   * The upsert locks the schedule row; the removal of planned jobs then runs as a statement of its
-   * own, so it sees the jobs of a planner that held the lock before us (see `planSlots`).
-   */
-  private async write(schedule: ValidatedSchedule): Promise<void> {
-    await this.db.transaction(async (client) => {
-      const { rows } = await client.query<{ changed: boolean }>(this.sql.upsertSchedule, [
-        schedule.name,
-        schedule.task,
-        schedule.cron,
-        schedule.timezone,
-        schedule.payload,
-        schedule.missedSlots,
-        schedule.source,
-        schedule.missedSlotGrace,
-        schedule.overlap,
-      ]);
-      if (rows[0].changed) await client.query(this.sql.removeUnstartedPlannedJobs, [schedule.name]);
-    });
-  }
-
-  private async remove(name: string): Promise<boolean> {
-    return this.db.transaction(async (client) => {
-      const { rows } = await client.query(this.sql.deleteSchedule, [name]);
-      if (rows.length === 0) return false;
-      await client.query(this.sql.removeUnstartedPlannedJobs, [name]);
-      return true;
-    });
+    return this.background.stop();
   }
 }
 

@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { toError } from '../common/errors.js';
-import type { JobLifecycleEvent, SkipReason } from './job-event.interface.js';
+import type { JobEvent, SkipReason } from './job-event.interface.js';
 
-type Listener = (event: JobLifecycleEvent) => void;
+type Listener = (event: JobEvent) => void;
 
 /** The part of a job every event needs. */
 interface JobRef {
@@ -151,7 +151,7 @@ export class JobEventEmitter {
     return started === undefined ? 0 : performance.now() - started;
   }
 
-  private emit(event: JobLifecycleEvent): void {
+  private emit(event: JobEvent): void {
     for (const listener of this.listeners) {
       try {
         listener(event);

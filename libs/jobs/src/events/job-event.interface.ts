@@ -5,7 +5,7 @@
  *
  * @publicApi
  */
-export type JobLifecycleEvent =
+export type JobEvent =
   | JobAddedEvent
   | JobStartedEvent
   | JobCompletedEvent
@@ -16,10 +16,20 @@ export type JobLifecycleEvent =
   | JobSnoozedEvent
   | JobProgressEvent;
 
-/** The type names of `JobLifecycleEvent`. @publicApi */
-export type JobLifecycleEventType = JobLifecycleEvent['type'];
+/** The type names of `JobEvent`. @publicApi */
+export type JobEventType = JobEvent['type'];
 
-/** What every `JobLifecycleEvent` carries. @publicApi */
+/**
+ * @deprecated Renamed {@link JobEvent}: "lifecycle" names the module's start and stop, not what
+ * happens to a job.
+ * @publicApi
+ */
+export type JobLifecycleEvent = JobEvent;
+
+/** @deprecated Renamed {@link JobEventType}. @publicApi */
+export type JobLifecycleEventType = JobEventType;
+
+/** What every `JobEvent` carries. @publicApi */
 export interface JobEventBase {
   readonly id: string;
   readonly task: string;

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Observable, filter } from 'rxjs';
 import { JobEventEmitter } from './job-event-emitter.js';
-import type { JobLifecycleEvent, JobLifecycleEventType } from './job-event.interface.js';
+import type { JobEvent, JobEventType } from './job-event.interface.js';
 
 /**
  * Job events of this instance, as an rxjs `Observable`. Inject it anywhere in the app:
@@ -21,21 +21,19 @@ import type { JobLifecycleEvent, JobLifecycleEventType } from './job-event.inter
 @Injectable()
 export class JobEventsService {
   /** Every event; hot, with no replay: a subscriber hears what happens after it subscribes. */
-  readonly events$: Observable<JobLifecycleEvent>;
+  readonly events$: Observable<JobEvent>;
 
   /** @internal Nest constructs it: its parameters are the module's internals. */
   constructor(@Inject(JobEventEmitter) events: JobEventEmitter) {
-    this.events$ = new Observable<JobLifecycleEvent>((subscriber) =>
+    this.events$ = new Observable<JobEvent>((subscriber) =>
       events.listen((event) => subscriber.next(event)),
     );
   }
 
   /** The events of one type, typed accordingly. */
-  on<Type extends JobLifecycleEventType>(
-    type: Type,
-  ): Observable<Extract<JobLifecycleEvent, { type: Type }>> {
+  on<Type extends JobEventType>(type: Type): Observable<Extract<JobEvent, { type: Type }>> {
     return this.events$.pipe(
-      filter((event): event is Extract<JobLifecycleEvent, { type: Type }> => event.type === type),
+      filter((event): event is Extract<JobEvent, { type: Type }> => event.type === type),
     );
   }
 }

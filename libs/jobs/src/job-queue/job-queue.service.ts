@@ -1,12 +1,7 @@
-import { JOB_ID_PATTERN } from '../common/names.js';
 import { Inject, Injectable } from '@nestjs/common';
 import { JobsDatabase } from '../database/jobs-database.js';
 import type { SqlExecutor } from '../database/jobs-database.js';
-import {
-  InvalidJobOptionsError,
-  JobContentionError,
-  JobNotFoundError,
-} from '../errors/jobs.errors.js';
+import { InvalidJobOptionsError, JobContentionError } from '../errors/jobs.errors.js';
 import { JobEventEmitter } from '../events/job-event-emitter.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
@@ -16,7 +11,6 @@ import type { AddJobOptions, AddedJob } from './add-job-options.interface.js';
 import { BulkOperations } from './bulk-operations.js';
 import type { ChangedJob } from './bulk-operations.js';
 import { CompletionWaiters } from './completion-waiters.js';
-import type { JobEnding } from './completion-waiters.js';
 import type { CancelJobsFilter, RetryJobsFilter } from './job-filter.interface.js';
 import type { JobInfo } from './job-info.interface.js';
 import { queueSql } from './job-queue.sql.js';
@@ -27,25 +21,13 @@ import { validateJob } from './validate-job.js';
 import { QueueStateService } from '../queue-state/queue-state.service.js';
 import type { QueueInfo } from '../queue-state/queue-info.interface.js';
 import type { JobDefaults, ValidatedJob } from './validate-job.js';
-import { validateWaitOptions } from './validate-queue-calls.js';
+import { JobWaiting } from './job-waiting.js';
+import { untilSettled } from './until-settled.js';
+import { assertJobId } from './validate-queue-calls.js';
 import type { WaitForJobOptions } from './wait-for-job-options.interface.js';
-
-/** How often a statement that found its job moving between the queue and history runs again. */
-const MAX_ROUNDS = 10;
 
 /** How often an insert whose unique keys neither went in nor matched a pending job runs. */
 const MAX_KEY_ROUNDS = 4;
-
-/** Where `awaitJob` found a job (see queue.sql.ts). */
-interface AwaitedJobRow {
-  readonly queued: boolean | null;
-  readonly state: string | null;
-  readonly awaitedRunning: boolean | null;
-  readonly error: string | null;
-  /** A completed job's result as JSON text; SQL NULL: its task returned nothing. */
-  readonly result: string | null;
-  readonly marked: number;
-}
 
 /**
  * Enqueues jobs and reports on them. Inject it anywhere in the app.
@@ -61,19 +43,21 @@ export class JobQueueService {
   private readonly channel: string;
   private readonly defaults: JobDefaults;
   private readonly bulk: BulkOperations;
+  private readonly waiting: JobWaiting;
 
   /** @internal Nest constructs it: its parameters are the module's internals. */
   constructor(
     @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
     @Inject(TaskRegistry) private readonly registry: TaskRegistry,
-    @Inject(CompletionWaiters) private readonly waiters: CompletionWaiters,
+    @Inject(CompletionWaiters) waiters: CompletionWaiters,
     @Inject(JobEventEmitter) private readonly events: JobEventEmitter,
     @Inject(JobsTelemetry) private readonly telemetry: JobsTelemetry,
     @Inject(QueueStateService) private readonly queues: QueueStateService,
   ) {
     this.sql = queueSql(db.schema);
     this.channel = channelFor(db.schema);
+    this.waiting = new JobWaiting(db, this.sql, waiters);
     this.bulk = new BulkOperations(options, db, this.sql, this.channel, events, (jobs) =>
       this.reportCancelled(jobs),
     );
@@ -145,34 +129,7 @@ export class JobQueueService {
     options: WaitForJobOptions = {},
   ): Promise<TResult> {
     assertJobId(id);
-    const seconds = validateWaitOptions(options);
-    // Registered before the job is looked at: it may end between the look and the registration.
-    const wait = this.waiters.wait(
-      id,
-      seconds === undefined ? undefined : { seconds, setBy: 'the timeout of waitForJob' },
-    );
-    // A timeout while the statement runs rejects before the caller holds the promise.
-    wait.promise.catch(() => undefined);
-    try {
-      await this.untilSettled(`waiting for job ${id}`, async () => {
-        const [row] = await this.db.query<AwaitedJobRow>(this.sql.awaitJob, [id]);
-        if (row.queued !== null) return row.queued || row.marked > 0 || undefined;
-        if (row.state === null) throw new JobNotFoundError(id);
-        if (row.state === 'active') return row.awaitedRunning || row.marked > 0 || undefined;
-        // Ended: nothing will notify it any more.
-        this.waiters.settle({
-          id,
-          state: row.state,
-          error: row.error,
-          result: row.result,
-        } satisfies JobEnding);
-        return true;
-      });
-    } catch (err) {
-      wait.forget();
-      throw err;
-    }
-    return wait.promise as Promise<unknown> as Promise<TResult>;
+    return this.waiting.waitForJob(id, options);
   }
 
   /**
@@ -185,7 +142,7 @@ export class JobQueueService {
    */
   async cancelJob(id: string): Promise<boolean> {
     assertJobId(id);
-    return this.untilSettled(`cancelling job ${id}`, async () => {
+    return untilSettled(`cancelling job ${id}`, async () => {
       const [row] = await this.db.query<{
         queued: boolean;
         state: string | null;
@@ -233,24 +190,8 @@ export class JobQueueService {
   }
 
   private reportCancelled(jobs: readonly ChangedJob[]): void {
-    for (const { id } of jobs) this.waiters.settle({ id, state: 'cancelled' });
+    this.waiting.cancelled(jobs.map((job) => job.id));
     this.events.cancelled(jobs);
-  }
-
-  /**
-   * Runs `round` until it settles (returns a value): a round that found the job moving between the
-   * queue and history returns `undefined`, and looks again on a fresh snapshot.
-   */
-  private async untilSettled<T>(what: string, round: () => Promise<T | undefined>): Promise<T> {
-    for (let rounds = 0; rounds < MAX_ROUNDS; rounds++) {
-      const settled = await round();
-      if (settled !== undefined) return settled;
-    }
-    throw new JobContentionError(
-      what,
-      MAX_ROUNDS,
-      'the job kept moving between the queue and its history',
-    );
   }
 
   /**
@@ -281,10 +222,7 @@ export class JobQueueService {
     notify: boolean,
   ): Promise<AddedJob[]> {
     const jobs = options.map((job) => validateJob(job, this.defaults));
-    // Registered before the insert: the job may end before the insert's reply reaches us.
-    const waits = new Map(
-      jobs.filter((job) => job.awaited).map((job) => [job, this.waiters.wait(job.id)]),
-    );
+    const waits = this.waiting.forEnqueue(jobs);
     try {
       const existing = this.telemetry.enabled
         ? await this.telemetry.send(jobs, (traceContext) =>
@@ -294,20 +232,12 @@ export class JobQueueService {
       this.events.added(jobs.filter((job) => !existing.has(job)));
       return jobs.map((job) => {
         const pendingId = existing.get(job);
-        if (pendingId === undefined) {
-          const promise = waits.get(job)?.promise;
-          return promise
-            ? { id: job.id, deduplicated: false, promise }
-            : { id: job.id, deduplicated: false };
-        }
-        // The job was never inserted: its caller waits for the pending job it was folded into.
-        waits.get(job)?.forget();
-        return job.awaited
-          ? { id: pendingId, deduplicated: true, promise: this.waiters.wait(pendingId).promise }
-          : { id: pendingId, deduplicated: true };
+        const added = { id: pendingId ?? job.id, deduplicated: pendingId !== undefined };
+        const promise = waits.promiseOf(job, pendingId);
+        return promise ? { ...added, promise } : added;
       });
     } catch (err) {
-      for (const wait of waits.values()) wait.forget();
+      waits.forget();
       throw err;
     }
   }
@@ -394,10 +324,4 @@ export class JobQueueService {
 function sharedOrEach<T>(jobs: readonly ValidatedJob[], value: (job: ValidatedJob) => T): T[] {
   const first = value(jobs[0]);
   return jobs.every((job) => value(job) === first) ? [first] : jobs.map(value);
-}
-
-function assertJobId(id: unknown): void {
-  if (typeof id !== 'string' || !JOB_ID_PATTERN.test(id)) {
-    throw new InvalidJobOptionsError('id', id, 'must be a job id (a UUID)');
-  }
 }

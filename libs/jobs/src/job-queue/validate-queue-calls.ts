@@ -1,4 +1,5 @@
 import { assertOptionsObject } from '../common/assert-options-object.js';
+import { JOB_ID_PATTERN } from '../common/names.js';
 import { optionChecks } from '../common/option-checks.js';
 import { InvalidJobFilterError, InvalidJobOptionsError } from '../errors/jobs.errors.js';
 import type { JobState } from './job-info.interface.js';
@@ -10,6 +11,13 @@ import type { WaitForJobOptions } from './wait-for-job-options.interface.js';
  * once instead.
  */
 const MAX_WAIT_SECONDS = 2_147_483;
+
+/** The check of a job id a call names (`getJob`, `waitForJob`, `cancelJob`, ...). */
+export function assertJobId(id: unknown): void {
+  if (typeof id !== 'string' || !JOB_ID_PATTERN.test(id)) {
+    throw new InvalidJobOptionsError('id', id, 'must be a job id (a UUID)');
+  }
+}
 
 /** The checks of `waitForJob`'s options; returns its timeout, if one was given. */
 export function validateWaitOptions(options: WaitForJobOptions | undefined): number | undefined {

@@ -7,7 +7,7 @@ import { findInApp } from '../common/find-in-app.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JobEventEmitter } from '../events/job-event-emitter.js';
-import type { JobLifecycleEvent } from '../events/job-event.interface.js';
+import type { JobEvent } from '../events/job-event.interface.js';
 import type {
   JobsMetricsModuleOptions,
   MetricsRegistry,
@@ -189,7 +189,7 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
     };
   }
 
-  private count(event: JobLifecycleEvent): void {
+  private count(event: JobEvent): void {
     const labels = { task: event.task, queue: event.queue };
     switch (event.type) {
       case 'added':

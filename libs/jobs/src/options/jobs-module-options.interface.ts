@@ -67,7 +67,9 @@ export interface JobsModuleOptions {
   /**
    * Seconds a worker job may wait for a thread to start it (a thread booting after another died,
    * or while the pool grows; the jobs ahead of it in its thread's batch) before its `taskTimeout`
-   * clock starts anyway. Default 60.
+   * clock starts anyway. Also the longest the pool's first thread may take to load and boot
+   * `workerModule` at the app's boot: past it, the boot fails with `WorkerPoolBootError` and the
+   * thread is stopped. Default 60.
    */
   workerStartTimeout?: number;
   /**

@@ -213,7 +213,7 @@ export const OPTION_TABLE = {
   ),
   workerStartTimeout: duration(
     defaults.DEFAULT_WORKER_START_TIMEOUT,
-    'how long a job waits for a thread to start it (booting, or busy with its batch) before its timeout starts anyway',
+    'how long the first thread may take to boot (else the boot fails), and a job may wait for a thread to start it (booting, or busy with its batch) before its timeout starts anyway',
   ),
   workerExecArgv: {
     default: 'inherited',

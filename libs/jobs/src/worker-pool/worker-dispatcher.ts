@@ -1,40 +1,27 @@
-import type { MessagePort, Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Logger } from '@nestjs/common';
-import type { FixedThreadPool } from 'poolifier';
 import type { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
 import type { AttemptJob } from '../attempt/attempt-job.js';
 import { toError } from '../common/errors.js';
 import {
   JobCancelledError,
-  JobTimeoutError,
   JobsShutdownError,
   WorkerDiedError,
   WorkerPoolStoppedError,
-  WorkerUnresponsiveError,
 } from '../errors/jobs.errors.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { pickSteal, planBatches } from './batch-plan.js';
 import { CallQueue } from './call-queue.js';
+import type { PoolifierPool } from './poolifier-adapter.js';
 import { ThreadCall } from './thread-call.js';
+import { ThreadDeadlines } from './thread-deadlines.js';
 import type { ThreadRegistry } from './thread-registry.js';
-import {
-  JobControl,
-  SIGNAL_CANCELLED,
-  SIGNAL_SHUTDOWN,
-  SIGNAL_TIMEOUT,
-  nowMs,
-} from './job-control.js';
-import { DESCRIBE_TASKS, RUN_BATCH } from './worker-protocol.js';
+import { JobControl, SIGNAL_CANCELLED, SIGNAL_SHUTDOWN, SIGNAL_TIMEOUT } from './job-control.js';
 import type {
-  WorkerBatchRequest,
+  WorkerJobAnswer,
   WorkerJobOutcome,
-  WorkerAnswerMessage,
   WorkerTaskDescriptions,
 } from './worker-protocol.js';
-
-/** The poolifier pool, dynamic or fixed (a fixed pool is the dynamic one's base class). */
-export type ThreadPool = FixedThreadPool<WorkerBatchRequest | undefined, unknown>;
-type PoolNode = ThreadPool['workerNodes'][number];
 
 /**
  * How often waiting calls re-check for a free thread when no event said one freed: a safety net
@@ -44,7 +31,8 @@ type PoolNode = ThreadPool['workerNodes'][number];
 const MISSED_WAKE_CHECK_MS = 1000;
 
 /**
- * Hands attempts to the pool's threads in batches, and bounds each attempt in time.
+ * Hands attempts to the pool's threads in batches; their clocks are `ThreadDeadlines`', the pool
+ * itself `PoolifierPool`'s.
  *
  * The attempts handed over in one turn of the event loop (what a claim brings back) wait here,
  * first come, first served, and go out together at the end of the turn: one message per thread
@@ -55,14 +43,11 @@ const MISSED_WAKE_CHECK_MS = 1000;
  * start while another thread still holds it unstarted, it takes back (`pickSteal`): the control
  * slot of each job says atomically whether its thread started it or the main thread withdrew it.
  *
- * `taskTimeout` starts when a thread starts the task. A task gets only its data, so `ctx.signal`
- * travels through the job's shared control slots. A thread that dies fails the job it was running;
- * the jobs it held unstarted go back to the queue. A job whose thread has sent its answer (its
- * control slot says it ended) is past its timeout and never a reason to kill its thread, even while
- * this thread, busy, has not read that answer yet.
+ * A task gets only its data, so `ctx.signal` travels through the job's shared control slots. A
+ * thread that dies fails the job it was running; the jobs it held unstarted go back to the queue.
  */
 export class WorkerDispatcher {
-  private pool?: ThreadPool;
+  private pool?: PoolifierPool;
   private closed = false;
   private nextSeq = 0;
   private nextKey = 0;
@@ -70,7 +55,7 @@ export class WorkerDispatcher {
   private readonly waiting: CallQueue<ThreadCall>;
   /** Calls sent to a thread and not answered, by the key of their send. */
   private readonly sent = new Map<number, ThreadCall>();
-  private readonly listening = new WeakSet<MessagePort>();
+  private readonly deadlines: ThreadDeadlines;
 
   constructor(
     private readonly options: ResolvedJobsOptions,
@@ -82,20 +67,24 @@ export class WorkerDispatcher {
       () => this.serve(),
       (sent) => logger.debug(`${sent} waiting call(s) found a free thread no event announced`),
     );
+    this.deadlines = new ThreadDeadlines(options, async (call, unresponsive) => {
+      const { thread } = call;
+      this.sent.delete(call.key);
+      call.fail(unresponsive);
+      if (thread !== undefined) await this.threads.terminate(thread);
+    });
   }
 
-  attach(pool: ThreadPool): void {
+  attach(pool: PoolifierPool): void {
     this.pool = pool;
   }
 
   /**
-   * Runs one attempt in a thread, under the two ceilings the seed had: `timeout` (counted from when
-   * the thread starts the task) aborts the task's signal, and `controller` may abort it sooner (at
-   * shutdown, or on a cancel); the thread then has `workerTimeoutGrace` to answer, after which the
-   * attempt fails as unresponsive and the thread is terminated. Settles with the abort reason once
-   * aborted, like an in-process task; otherwise with the thread's account of how the task ended.
+   * Runs one attempt in a thread, under its deadlines (`ThreadDeadlines.answer`): `timeout`
+   * (counted from when the thread starts the task) aborts the task's signal, `controller` may abort
+   * it sooner, and a thread that does not answer in its grace is terminated.
    */
-  async run(
+  run(
     job: AttemptJob,
     timeout: number,
     controller: AttemptAbortController,
@@ -106,44 +95,12 @@ export class WorkerDispatcher {
       this.waiting.push(call);
       this.serveSoon();
     }
-    let aborted = false;
-    const stopListening = controller.onAbort((reason) => {
-      aborted = true;
-      this.abort(call, reason);
-    });
-    try {
-      return await this.answerInTime(call, timeout, controller);
-    } catch (err) {
-      if (!aborted) throw err;
-      // An ended job's answer is on its way: its thread has moved on, and is not to be killed.
-      const graceMs = this.options.workerTimeoutGrace * 1000;
-      if ((await settlesWithin(call.answer, graceMs)) || call.hasEnded()) {
-        // A thread that died in the grace says more about the attempt than its timeout does.
-        throw (
-          (await call.answer.then(
-            () => undefined,
-            (late: unknown) => (late instanceof WorkerDiedError ? late : undefined),
-          )) ?? err
-        );
-      }
-      const { thread } = call;
-      const unresponsive = new WorkerUnresponsiveError(
-        thread,
-        timeout,
-        this.options.workerTimeoutGrace,
-      );
-      this.sent.delete(call.key);
-      call.fail(unresponsive);
-      if (thread !== undefined) await this.threads.terminate(thread);
-      throw unresponsive;
-    } finally {
-      stopListening();
-    }
+    return this.deadlines.answer(call, timeout, controller, (reason) => this.abort(call, reason));
   }
 
   /**
    * The first thread's boot: asks it for the worker tasks its module provides. Any thread's death
-   * fails it until it answers.
+   * fails it until it answers, and so does `workerStartTimeout` passing.
    */
   async describe(): Promise<WorkerTaskDescriptions> {
     if (!this.pool) throw new WorkerPoolStoppedError();
@@ -151,12 +108,14 @@ export class WorkerDispatcher {
     const death = new Promise<never>((_resolve, reject) => (died = reject));
     this.threads.failOnAnyDeath(died);
     try {
-      return (await Promise.race([
-        this.pool.execute(undefined, DESCRIBE_TASKS).catch((thrown: unknown) => {
-          throw fromThread(thrown);
-        }),
-        death,
-      ])) as WorkerTaskDescriptions;
+      return (await this.deadlines.boot(
+        Promise.race([
+          this.pool.describeTasks().catch((thrown: unknown) => {
+            throw fromThread(thrown);
+          }),
+          death,
+        ]),
+      )) as WorkerTaskDescriptions;
     } finally {
       this.threads.failOnAnyDeath(undefined);
     }
@@ -171,7 +130,7 @@ export class WorkerDispatcher {
     if (!pool || this.closed) return 0;
     let sent = this.sendWaiting(pool);
     if (this.waiting.size === 0) {
-      const idle = pool.workerNodes.filter((node) => node.info.ready && load(node) === 0).length;
+      const idle = pool.threadLoads().filter((thread) => thread.ready && !thread.busy).length;
       for (let i = 0; i < idle; i++) {
         const stolen = this.takeBack();
         if (stolen.length === 0) break;
@@ -182,27 +141,19 @@ export class WorkerDispatcher {
     return sent;
   }
 
-  /**
-   * Serves the waiting calls once a (re)started thread is ready, and listens to its answers.
-   * poolifier marks a thread ready when its ready message arrives on the thread's message channel
-   * and emits nothing then (its pool `ready` event fires once, for the first threads), so this
-   * listens on that channel after poolifier's own listener, which has marked the thread ready when
-   * this one runs. The message may also come before `online`: then the thread is ready already.
-   */
+  /** Serves the waiting calls once a (re)started thread is ready (`PoolifierPool.whenReady`). */
   whenReady(worker: Worker): void {
-    const node = this.pool?.workerNodes.find((candidate) => candidate.worker === worker);
-    const port = node?.messageChannel?.port1;
-    if (port) this.listen(port);
-    if (!node || node.info.ready || !port) {
-      this.serveSoon();
-      return;
-    }
-    const onMessage = () => {
-      if (!node.info.ready) return;
-      port.off('message', onMessage);
-      this.serveSoon();
-    };
-    port.on('message', onMessage);
+    if (this.pool) this.pool.whenReady(worker, () => this.serveSoon());
+    else this.serveSoon();
+  }
+
+  /** A job's answer from its thread: settles its call, unless the call was settled otherwise. */
+  answered(answer: WorkerJobAnswer): void {
+    const call = this.sent.get(answer.key);
+    if (!call) return;
+    this.sent.delete(answer.key);
+    if ('outcome' in answer) call.resolve(answer.outcome);
+    else call.fail(fromThread(answer.error));
   }
 
   /**
@@ -248,38 +199,24 @@ export class WorkerDispatcher {
     });
   }
 
-  private sendWaiting(pool: ThreadPool): number {
-    const nodes = pool.workerNodes;
-    const plan = planBatches(
-      nodes.map((node) => ({ ready: node.info.ready, busy: load(node) > 0 })),
-      this.waiting.size,
-      this.options.workers,
-    );
+  private sendWaiting(pool: PoolifierPool): number {
+    const plan = planBatches(pool.threadLoads(), this.waiting.size, this.options.workers);
     let sent = 0;
     for (const size of plan) sent += this.sendBatch(pool, this.waiting.take(size));
     return sent;
   }
 
-  /**
-   * Hands `calls` to the thread poolifier chooses, in one message. poolifier chooses the thread and
-   * counts the task on it synchronously, inside `execute`: the thread whose count went up (or the
-   * one it added) holds the batch.
-   */
-  private sendBatch(pool: ThreadPool, calls: readonly ThreadCall[]): number {
-    const before = new Map(pool.workerNodes.map((node) => [node, load(node)]));
+  /** Hands `calls` to one thread, in one message (`PoolifierPool.sendBatch`). */
+  private sendBatch(pool: PoolifierPool, calls: readonly ThreadCall[]): number {
     const control = JobControl.buffer(calls.length);
     const jobs = calls.map((call, slot) =>
       call.send(++this.nextKey, slot, new JobControl(control, slot)),
     );
     for (const call of calls) this.sent.set(call.key, call);
-    const done = pool.execute({ jobs, control }, RUN_BATCH);
-    const node = pool.workerNodes.find(
-      (candidate) => load(candidate) > (before.get(candidate) ?? 0),
-    );
-    if (!node) {
+    const batch = pool.sendBatch({ jobs, control });
+    if (!batch) {
       // poolifier found no thread to take it (the plan says one is free, so it should not happen):
       // nothing was posted, and its call would never settle. The calls wait for the next serve.
-      done.catch(() => undefined);
       for (const call of calls) {
         this.sent.delete(call.key);
         call.requeued();
@@ -287,12 +224,11 @@ export class WorkerDispatcher {
       this.waiting.requeue(calls);
       return 0;
     }
-    this.threads.know(node.worker as Worker);
-    if (node.messageChannel) this.listen(node.messageChannel.port1);
-    for (const call of calls) call.thread = node.info.id;
+    this.threads.know(batch.worker);
+    for (const call of calls) call.thread = batch.threadId;
     // The batch settles once its jobs ended or were taken back: the thread is free again. It fails
     // only if poolifier refused it, and never settles if the thread died (see `threadExited`).
-    done.then(
+    batch.done.then(
       () => this.serveSoon(),
       (thrown: unknown) => {
         const err = fromThread(thrown);
@@ -322,21 +258,6 @@ export class WorkerDispatcher {
     return taken;
   }
 
-  /** Hears the answers a thread sends on its poolifier port (`WorkerAnswerMessage`). */
-  private listen(port: MessagePort): void {
-    if (this.listening.has(port)) return;
-    this.listening.add(port);
-    port.on('message', (message: { taskId?: unknown; data?: unknown }) => {
-      if (message.taskId !== undefined) return;
-      const answer = (message.data as Partial<WorkerAnswerMessage> | undefined)?.answer;
-      const call = answer && this.sent.get(answer.key);
-      if (!call) return;
-      this.sent.delete(answer.key);
-      if ('outcome' in answer) call.resolve(answer.outcome);
-      else call.fail(fromThread(answer.error));
-    });
-  }
-
   /** Takes an aborted call back if no thread started it; else tells its thread. */
   private abort(call: ThreadCall, reason: unknown): void {
     if (call.state === 'waiting') {
@@ -352,65 +273,6 @@ export class WorkerDispatcher {
       control.abort(signalCode(reason));
     }
   }
-
-  /**
-   * Waits for the thread's answer, and aborts `controller` once `timeout` has passed since a thread
-   * started the task: a job waiting for a thread (in the queue, behind another job of its batch, or
-   * for a thread to boot) has not started, and its clock does not run, until `workerStartTimeout`,
-   * after which it runs anyway. The thread writes when it started the job in its control slots; the
-   * one timer reads it when it fires, and waits on until the deadline it finds.
-   */
-  private answerInTime(
-    call: ThreadCall,
-    timeout: number,
-    controller: AttemptAbortController,
-  ): Promise<WorkerJobOutcome> {
-    return new Promise<WorkerJobOutcome>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      let settled = false;
-      const settle = () => {
-        settled = true;
-        clearTimeout(timer);
-        stopListening();
-      };
-      const check = () => {
-        // A job that ended is not timed out: its answer is on its way, and settles this.
-        if (settled || call.hasEnded()) return;
-        const left = this.timeLeft(call, timeout);
-        if (left > 0) timer = setTimeout(check, left);
-        else controller.abort(new JobTimeoutError(timeout));
-      };
-      const stopListening = controller.onAbort((reason) => {
-        settle();
-        reject(reason);
-      });
-      call.answer.then(
-        (outcome) => {
-          settle();
-          resolve(outcome);
-        },
-        (err: unknown) => {
-          settle();
-          reject(err);
-        },
-      );
-      check();
-    });
-  }
-
-  /** Milliseconds until `call` times out, at the earliest: if it has not started, it may start now. */
-  private timeLeft(call: ThreadCall, timeout: number): number {
-    const now = nowMs();
-    const clockStartsAnyway = call.since + this.options.workerStartTimeout * 1000;
-    const startedAt = call.startedAt();
-    if (startedAt === undefined && now < clockStartsAnyway) return timeout * 1000;
-    return Math.min(startedAt ?? clockStartsAnyway, clockStartsAnyway) + timeout * 1000 - now;
-  }
-}
-
-/** What poolifier counts on a thread: tasks running and queued there. */
-function load(node: PoolNode): number {
-  return node.usage.tasks.executing + node.usage.tasks.queued;
 }
 
 /**
@@ -437,19 +299,4 @@ function signalCode(reason: unknown): number {
   if (reason instanceof JobsShutdownError) return SIGNAL_SHUTDOWN;
   if (reason instanceof JobCancelledError) return SIGNAL_CANCELLED;
   return SIGNAL_TIMEOUT;
-}
-
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise.then(
-        () => true,
-        () => true,
-      ),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

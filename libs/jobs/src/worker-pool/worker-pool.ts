@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { BroadcastChannel } from 'node:worker_threads';
-import type { Worker } from 'node:worker_threads';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { AttemptAbortController } from '../attempt/attempt-abort-controller.js';
 import type { AttemptJob } from '../attempt/attempt-job.js';
@@ -8,9 +7,9 @@ import { toError } from '../common/errors.js';
 import { WorkerPoolBootError } from '../errors/jobs.errors.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import { PoolifierPool } from './poolifier-adapter.js';
 import { ThreadRegistry } from './thread-registry.js';
 import { WorkerDispatcher } from './worker-dispatcher.js';
-import type { ThreadPool } from './worker-dispatcher.js';
 import { resolveWorkerEntry } from './worker-entry.js';
 import type {
   WorkerJobOutcome,
@@ -20,19 +19,19 @@ import type {
 } from './worker-protocol.js';
 
 /**
- * The poolifier thread pool that runs `@JobTask({ worker: true })` tasks, with what poolifier 5.3.2
- * leaves to its user: `ThreadRegistry` reports the death of a thread (poolifier never settles its
- * calls), `WorkerDispatcher` hands the threads batches of jobs, which each runs one at a time, in
- * claim order, under their timeout and grace.
+ * The thread pool that runs `@JobTask({ worker: true })` tasks: `PoolifierPool` (the only code that
+ * knows poolifier) holds the threads, `ThreadRegistry` reports the death of a thread (poolifier
+ * never settles its calls), `WorkerDispatcher` hands the threads batches of jobs, which each runs
+ * one at a time, in claim order, under the clocks of `ThreadDeadlines` (timeout and grace).
  *
  * Started at module init when `workerModule` is set (one thread boots and reports the worker
- * tasks), grown to `workers` on demand (idle extra threads retire after poolifier's minute),
- * stopped after the runner drained.
+ * tasks, within `workerStartTimeout`), grown to `workers` on demand (idle extra threads retire
+ * after poolifier's minute), stopped after the runner drained.
  */
 @Injectable()
 export class WorkerPool {
   private readonly logger = new Logger('JobsWorkerPool');
-  private pool?: ThreadPool;
+  private pool?: PoolifierPool;
   private readonly threads: ThreadRegistry;
   private readonly dispatcher: WorkerDispatcher;
   /** Where each running attempt's `ctx.reportProgress` values go, by `id:attempt`. */
@@ -54,15 +53,13 @@ export class WorkerPool {
 
   /** Whether the pool serves: started, not stopped, and its threads booted (poolifier's `ready`). */
   get ready(): boolean {
-    return this.pool !== undefined && this.stopping === undefined && this.pool.info.ready;
+    return this.pool !== undefined && this.stopping === undefined && this.pool.ready;
   }
 
   /** Starts the pool's first thread and returns the worker tasks its module provides. */
   async start(): Promise<WorkerTaskDescriptions> {
     const { workerModule, workers, workerResourceLimits, workerExecArgv } = this.options;
     if (!workerModule) return [];
-    // Loaded only by an app that has worker tasks.
-    const { DynamicThreadPool, FixedThreadPool } = await import('poolifier');
     const entry = resolveWorkerEntry(workerModule.url, workerExecArgv);
     const progressChannel = new BroadcastChannel(`nestjs-pg-jobs:progress:${randomUUID()}`);
     progressChannel.onmessage = (event) => {
@@ -79,30 +76,24 @@ export class WorkerPool {
       progressChannel: progressChannel.name,
       maxResultBytes: this.options.maxResultBytes,
     };
-    const { threads } = this;
-    const poolOptions = {
-      workerOptions: { workerData, execArgv: entry.execArgv, resourceLimits: workerResourceLimits },
-      // poolifier calls these with the thread as `this`.
-      onlineHandler(this: Worker) {
-        threads.online(this);
+    const { threads, dispatcher } = this;
+    this.pool = await PoolifierPool.start(
+      {
+        file: entry.file,
+        workers,
+        workerData,
+        execArgv: entry.execArgv,
+        resourceLimits: workerResourceLimits,
       },
-      errorHandler(this: Worker, err: Error) {
-        threads.crashed(this, err);
+      {
+        online: (worker) => threads.online(worker),
+        crashed: (worker, err) => threads.crashed(worker, err),
+        exited: (worker, code) => threads.exited(worker, code),
+        answered: (answer) => dispatcher.answered(answer),
+        poolError: (err) => this.logger.debug(`Pool error: ${toError(err).message}`),
       },
-      exitHandler(this: Worker, code: number) {
-        threads.exited(this, code);
-      },
-    };
-    // `DynamicThreadPool(1, 1)` throws: a single thread is a fixed pool.
-    this.pool =
-      workers === 1
-        ? new FixedThreadPool(1, entry.file, poolOptions)
-        : new DynamicThreadPool(1, workers, entry.file, poolOptions);
-    this.dispatcher.attach(this.pool);
-    // Without a listener, a thread's uncaught error is re-thrown here and kills the host process.
-    this.pool.emitter?.on('error', (err: unknown) =>
-      this.logger.debug(`Pool error: ${toError(err).message}`),
     );
+    this.dispatcher.attach(this.pool);
     try {
       return await this.dispatcher.describe();
     } catch (err) {
@@ -138,8 +129,8 @@ export class WorkerPool {
 
   /**
    * Fails every call still waiting or running (poolifier's `destroy()` leaves them pending), then
-   * destroys the pool: it gives each thread a second to acknowledge, then terminates it, so a thread
-   * that never yields delays shutdown by that second only. Idempotent.
+   * destroys the pool (`PoolifierPool.destroy`: a thread that never yields, or never booted, delays
+   * it by a second only). Idempotent.
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {

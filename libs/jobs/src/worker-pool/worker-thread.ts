@@ -9,7 +9,6 @@ import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import type { INestApplicationContext, Type } from '@nestjs/common';
 import { Logger, Module } from '@nestjs/common';
 import { DiscoveryModule, NestFactory } from '@nestjs/core';
-import { ThreadWorker } from 'poolifier';
 import { endingOfReturn, endingOfThrow } from '../attempt/attempt-ending.js';
 import type { AttemptEnding } from '../attempt/attempt-ending.js';
 import { createJobContext } from '../attempt/job-context.js';
@@ -18,14 +17,13 @@ import { toError } from '../common/errors.js';
 import type { JobBackoff, JobTaskHandler } from '../discovery/job-task.interfaces.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JobCancelledError, JobsShutdownError, JobTimeoutError } from '../errors/jobs.errors.js';
+import { serveThreadTasks } from './poolifier-adapter.js';
 import { ThreadBatchRunner } from './thread-batch-runner.js';
 import { SIGNAL_CANCELLED, SIGNAL_NONE, SIGNAL_SHUTDOWN, SIGNAL_TIMEOUT } from './job-control.js';
 import type { JobControl } from './job-control.js';
 import { DESCRIBE_TASKS, RUN_BATCH } from './worker-protocol.js';
 import type {
   ThreadErrorFields,
-  WorkerAnswerMessage,
-  WorkerBatchRequest,
   WorkerJobAnswer,
   WorkerJobOutcome,
   WorkerJobRequest,
@@ -198,25 +196,16 @@ async function runTask(
   return { ending: { ...ending, error: errorFields(ending.error) }, progress };
 }
 
-/** A poolifier thread that also sends the answers of its jobs, on the port it answers tasks on. */
-class JobsThreadWorker extends ThreadWorker<WorkerBatchRequest | undefined, unknown> {
-  sendAnswer(answer: WorkerJobAnswer): void {
-    const message: WorkerAnswerMessage = { answer };
-    this.sendToMainWorker({ data: message });
-  }
-}
+const batches = new ThreadBatchRunner(runJob, (answer) => sendAnswer(answer));
 
-const batches = new ThreadBatchRunner(runJob, (answer) => worker.sendAnswer(answer));
-
-// poolifier counts a thread ready, and hands it batches, once its worker below exists: only once the
+// poolifier counts a thread ready, and hands it batches, once it serves its tasks: only once the
 // module has booted, so that a thread still booting is not taken for one that can start a job (a
 // batch handed to a thread the pool adds waits for it, and an idle thread may take it back). A boot
 // that failed is reported by the first task, the main thread's describe.
 await booting.catch(() => undefined);
 
-// Each task function answers its own type: the pool's callers know which they called. Both are
-// `async` functions: poolifier sends a synchronous function's return value as it is, promise or not.
-const worker = new JobsThreadWorker(
+// Each task function answers its own type: the pool's callers know which they called.
+const sendAnswer: (answer: WorkerJobAnswer) => void = await serveThreadTasks(
   {
     [RUN_BATCH]: async (batch) => {
       if (!batch) throw new Error('A worker batch call needs its jobs.');
@@ -224,12 +213,9 @@ const worker = new JobsThreadWorker(
     },
     [DESCRIBE_TASKS]: describe,
   },
-  {
-    // Threads are retired by the pool (dynamic ones after a minute idle) or at shutdown. Closing the
-    // context gives providers' shutdown hooks a chance, without making the pool wait on them:
-    // poolifier's destroy() never settles when this handler awaits the close.
-    killHandler: () => {
-      void booting.then((host) => host.app.close()).catch(() => undefined);
-    },
+  // Threads are retired by the pool (dynamic ones after a minute idle) or at shutdown. Closing the
+  // context gives providers' shutdown hooks a chance, without making the pool wait on them.
+  () => {
+    void booting.then((host) => host.app.close()).catch(() => undefined);
   },
 );

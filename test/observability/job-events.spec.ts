@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { JobEventsService } from 'nestjs-pg-jobs';
-import type { JobLifecycleEvent } from 'nestjs-pg-jobs';
+import type { JobEvent } from 'nestjs-pg-jobs';
 import { JobEventEmitter } from '../../libs/jobs/src/events/job-event-emitter.js';
 import { FlakyTask } from '../support/flaky-task.js';
 import { startJobsApp, waitFor } from '../support/jobs-app.js';
@@ -19,11 +19,11 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-const forJob = (events: JobLifecycleEvent[], id: string) =>
+const forJob = (events: JobEvent[], id: string) =>
   events.filter((event) => event.id === id).map((event) => event.type);
 
 it('tells subscribers of a job added, started, failed and retried, started again and completed', async () => {
-  const events: JobLifecycleEvent[] = [];
+  const events: JobEvent[] = [];
   const subscription = app.module.get(JobEventsService).events$.subscribe((e) => events.push(e));
   try {
     const { id, promise } = await app.queue.addJob({
