@@ -203,13 +203,10 @@ export class JobRunner {
   async abortCancelled(): Promise<void> {
     const running = [...this.running.values()].filter((attempt) => !attempt.ended);
     if (running.length === 0) return;
+    const { cancelledAttempts } = this.sql;
     const cancelled = await this.db.query<{ id: string; claim: string }>(
-      this.sql.cancelledAttempts,
-      [
-        running.map((attempt) => attempt.job.id),
-        running.map((attempt) => attempt.job.attempt),
-        running.map((attempt) => attempt.job.claim),
-      ],
+      cancelledAttempts,
+      cancelledAttempts.values({ running }),
     );
     for (const { id, claim } of cancelled) this.cancel(id, claim);
   }
@@ -291,14 +288,16 @@ export class JobRunner {
    * inside the claim loop: claims are single-flight, so no claimed job is on its way to `launch`.
    */
   private async requeueOrphans(): Promise<void> {
-    const running = [...this.running.values()].map((attempt) => attempt.job);
-    const requeued = await this.db.query(this.sql.requeueOrphans, [
-      this.options.instanceId,
-      running.map((job) => job.id),
-      running.map((job) => job.attempt),
-      `A claim by instance ${this.options.instanceId} committed but its reply was lost; the job was requeued.`,
-      running.map((job) => job.claim),
-    ]);
+    const { requeueOrphans } = this.sql;
+    const { instanceId } = this.options;
+    const requeued = await this.db.query(
+      requeueOrphans,
+      requeueOrphans.values({
+        executedBy: instanceId,
+        running: [...this.running.values()],
+        reason: `A claim by instance ${instanceId} committed but its reply was lost; the job was requeued.`,
+      }),
+    );
     this.claimMayHaveOrphaned = false;
     if (requeued.length > 0) {
       this.logger.warn(`Requeued ${requeued.length} job(s) whose claim lost its reply.`);
