@@ -43,7 +43,7 @@ export type LimitedClaimRow = (ClaimRow | { readonly id: null }) & {
 };
 
 /** The parameters of `claim`. */
-interface ClaimParams {
+export interface ClaimParams {
   /** How many jobs to claim at most. */
   readonly limit: number;
   /** The claiming instance. */
@@ -54,7 +54,7 @@ interface ClaimParams {
 }
 
 /** The parameters of a limited queue's claim (`claimLimited`, `claimLimitedByGroup`). */
-interface LimitedClaimParams {
+export interface LimitedClaimParams {
   /** How many jobs to claim at most, before the queue's cluster-wide limits. */
   readonly limit: number;
   /** The claiming instance. */
