@@ -76,7 +76,16 @@ it("judges overlap: 'skip' on the active attempts and the slot indexes, never by
   await dueSlots('planned', [2, 1]);
 
   const { claim } = runnerSql(toSchemaName('jobs'));
-  const all = await planNodes(db, claim.text, [50, 'planner-test', ['record'], ['default']]);
+  const all = await planNodes(
+    db,
+    claim.text,
+    claim.values({
+      limit: 50,
+      executedBy: 'planner-test',
+      tasks: ['record'],
+      queues: ['default'],
+    }),
+  );
   // The active run is looked for among the active attempts only.
   expect(all.some((node) => node['Index Name'] === 'job_history_active')).toBe(true);
   expect(

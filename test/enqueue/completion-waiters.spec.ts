@@ -8,6 +8,7 @@ import type { JobsDatabase } from '../../libs/jobs/src/database/jobs-database.js
 import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
 import type { ResolvedJobsOptions } from '../../libs/jobs/src/options/resolved-options.js';
 import { CompletionWaiters } from '../../libs/jobs/src/job-queue/completion-waiters.js';
+import type { NotificationListener } from '../../libs/jobs/src/notify/notification-listener.js';
 import type { JobEnding } from '../../libs/jobs/src/job-queue/completion-waiters.js';
 
 /**
@@ -25,9 +26,12 @@ function setup() {
     },
   };
   const options = { promiseTimeout: 60, pollingCheck: 60 };
+  // No LISTEN session: the tests settle by hand what a notification would.
+  const listener = { on: () => undefined, onConnected: () => undefined };
   const waiters = new CompletionWaiters(
     options as unknown as ResolvedJobsOptions,
     db as unknown as JobsDatabase,
+    listener as unknown as NotificationListener,
   );
   return { waiters, history, asked };
 }

@@ -46,8 +46,8 @@ beforeEach(() => db.query('TRUNCATE jobs.jobs, jobs."jobHistory", jobs.queues'))
  * others committed: the load they count must still include every claim that went before.
  */
 async function raceFourClaims(
-  statement: string,
-  values: unknown[] | ((claim: number) => unknown[]),
+  statement: typeof claimLimited,
+  params: (claim: number) => Omit<Parameters<typeof claimLimited.values>[0], 'executedBy'>,
 ): Promise<number> {
   const lock = await holdQueueLock('limited');
   const clients = await Promise.all(
@@ -59,10 +59,12 @@ async function raceFourClaims(
     }),
   );
   try {
-    const claims = clients.map((client, i) => {
-      const [limit, ...rest] = typeof values === 'function' ? values(i) : values;
-      return client.query<{ id: string | null }>(statement, [limit, `claimer-${i}`, ...rest]);
-    });
+    const claims = clients.map((client, i) =>
+      client.query<{ id: string | null }>(
+        statement.text,
+        statement.values({ ...params(i), executedBy: `claimer-${i}` }),
+      ),
+    );
     await waitFor(
       'the four claims to wait on the queue lock',
       async () => (await claimsWaiting()) === 4,
@@ -84,30 +86,23 @@ const enqueue = (n: number, groupKey: string | null = null, task = 'work') =>
 
 it('claims no more than globalConcurrency across claims that waited on each other', async () => {
   await enqueue(40);
-  // $1 limit, $3 tasks, $4 queue, $5 schema, $6 globalConcurrency, $7 rate limit, $8 period
-  const claimed = await raceFourClaims(claimLimited.text, [
-    5,
-    ['work'],
-    'limited',
-    'jobs',
-    5,
-    null,
-    null,
-  ]);
+  const claimed = await raceFourClaims(claimLimited, () => ({
+    limit: 5,
+    tasks: ['work'],
+    queue: 'limited',
+    globalConcurrency: 5,
+  }));
   expect(claimed).toBe(5);
 });
 
 it('starts no more than the rate limit across claims that waited on each other', async () => {
   await enqueue(40);
-  const claimed = await raceFourClaims(claimLimited.text, [
-    5,
-    ['work'],
-    'limited',
-    'jobs',
-    null,
-    7,
-    60,
-  ]);
+  const claimed = await raceFourClaims(claimLimited, () => ({
+    limit: 5,
+    tasks: ['work'],
+    queue: 'limited',
+    rateLimit: { limit: 7, periodSeconds: 60 },
+  }));
   expect(claimed).toBe(7);
 });
 
@@ -115,15 +110,11 @@ it('claims no more than groupConcurrency of a group across claims that waited on
   // Each claimer runs a task of its own in the queue: their walks find different jobs of the group,
   // so only the counts can hold the group to its limit.
   for (let i = 0; i < 4; i++) await enqueue(5, 'tenant', `work${i}`);
-  const claimed = await raceFourClaims(claimLimitedByGroup.text, (i) => [
-    5,
-    [`work${i}`],
-    'limited',
-    'jobs',
-    null,
-    null,
-    null,
-    3,
-  ]);
+  const claimed = await raceFourClaims(claimLimitedByGroup, (i) => ({
+    limit: 5,
+    tasks: [`work${i}`],
+    queue: 'limited',
+    groupConcurrency: 3,
+  }));
   expect(claimed).toBe(3);
 });

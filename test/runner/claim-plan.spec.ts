@@ -25,7 +25,16 @@ it('claims by walking the claim-order index even when the queue was never analys
 
   // Parameters bound, as the runner sends them: the planner sees the actual limit and tasks.
   const { claim } = runnerSql(toSchemaName('jobs'));
-  const all = await planNodes(db, claim.text, [50, 'planner-test', ['record'], ['default']]);
+  const all = await planNodes(
+    db,
+    claim.text,
+    claim.values({
+      limit: 50,
+      executedBy: 'planner-test',
+      tasks: ['record'],
+      queues: ['default'],
+    }),
+  );
   // The claim's subquery walks jobs_claim_order in order and stops at the limit (the delete then
   // goes to the claimed rows by ctid): nothing reads, or sorts, the whole queue.
   expect(all.filter((node) => node['Index Name'] === 'jobs_claim_order')).toEqual([
@@ -37,8 +46,8 @@ it('claims by walking the claim-order index even when the queue was never analys
 });
 
 it.each([
-  ['claimLimited', []],
-  ['claimLimitedByGroup', [2]],
+  ['claimLimited', undefined],
+  ['claimLimitedByGroup', 2],
 ] as const)(
   "claims a limited queue's jobs (%s) by walking the claim-order index on a never-analysed queue",
   async (statement, groupConcurrency) => {
@@ -48,17 +57,19 @@ it.each([
       `SELECT count(*)::int AS queued FROM jobs.jobs WHERE task = 'record'`,
     );
     expect(queued).toBe(5000);
-    const all = await planNodes(db, sql[statement].text, [
-      50,
-      'planner-test',
-      ['record'],
-      'limited',
-      'jobs',
-      4,
-      100,
-      60,
-      ...groupConcurrency,
-    ]);
+    const all = await planNodes(
+      db,
+      sql[statement].text,
+      sql[statement].values({
+        limit: 50,
+        executedBy: 'planner-test',
+        tasks: ['record'],
+        queue: 'limited',
+        globalConcurrency: 4,
+        rateLimit: { limit: 100, periodSeconds: 60 },
+        groupConcurrency,
+      }),
+    );
     expect(all.filter((node) => node['Index Name'] === 'jobs_claim_order')).toEqual([
       expect.objectContaining({ 'Node Type': 'Index Scan' }),
     ]);
@@ -87,7 +98,16 @@ it('judges missed cron jobs row by row on the slot indexes, never by a pass over
   await db.query('ANALYZE jobs."jobScheduleSlot"');
 
   const { claim } = runnerSql(toSchemaName('jobs'));
-  const all = await planNodes(db, claim.text, [50, 'planner-test', ['record'], ['default']]);
+  const all = await planNodes(
+    db,
+    claim.text,
+    claim.values({
+      limit: 50,
+      executedBy: 'planner-test',
+      tasks: ['record'],
+      queues: ['default'],
+    }),
+  );
   // An EXISTS here was planned as one hashed anti-join of all slots per claim (half a second).
   expect(
     all.filter(

@@ -92,21 +92,7 @@ export class JobsLifecycle
   }
 
   private async start(): Promise<void> {
-    this.listener.onNotification((notification) => {
-      if (notification.event === 'newJob') this.runner.wake('now');
-      else if (notification.event === 'cancelJob')
-        this.runner.cancel(notification.id, notification.claim);
-      else if (notification.event === 'progress') this.runner.progressHeard(notification);
-      else if (notification.event === 'queuePaused')
-        this.queues.apply(notification.queue, notification.paused);
-      else this.waiters.settle(notification);
-    });
-    this.listener.onConnected(() => {
-      this.runner.wake();
-      void this.runner.abortCancelled().catch(() => undefined);
-      void this.waiters.catchUp().catch(() => undefined);
-      void this.queues.refresh().catch(() => undefined);
-    });
+    // Each service subscribed to the notifications it owns when it was made.
     await this.listener.start();
     this.waiters.start();
     // Before the first claim: a paused queue's jobs must not start on a booting instance.

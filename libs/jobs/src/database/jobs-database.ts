@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import { importOptionalPeer } from '../common/optional-peer.js';
 import { DatabaseUnreachableError } from '../errors/jobs.errors.js';
 import { isConnectionError } from './connection-errors.js';
-import type { PreparedStatement } from './prepared-statement.js';
+import type { StatementText } from './sql-statement.js';
 import type { SchemaName } from './schema-name.js';
 import { inTransaction } from './transaction.js';
 
@@ -132,7 +132,7 @@ export class JobsDatabase {
    * them).
    */
   async query<Row>(
-    statement: string | PreparedStatement,
+    statement: string | StatementText,
     values: readonly unknown[] = [],
   ): Promise<Row[]> {
     const query =
@@ -153,7 +153,7 @@ export class JobsDatabase {
    */
   queryIn<Row>(
     manager: SqlExecutor | undefined,
-    statement: string | PreparedStatement,
+    statement: string | StatementText,
     values: readonly unknown[],
   ): Promise<Row[]> {
     if (!manager) return this.query(statement, values);

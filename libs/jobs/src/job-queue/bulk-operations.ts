@@ -1,4 +1,5 @@
 import type { JobsDatabase } from '../database/jobs-database.js';
+import type { StatementText } from '../database/sql-statement.js';
 import type { JobEventEmitter } from '../events/job-event-emitter.js';
 import { NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
@@ -53,18 +54,27 @@ export class BulkOperations {
     const now = await this.databaseNow();
     const bound = before !== null && before < now ? before : now;
     let cancelled = 0;
+    const batch = {
+      task,
+      createdBefore: bound,
+      queue,
+      channel: this.channel,
+      limit: BULK_BATCH_SIZE,
+    };
     // Queued ones first: one claimed meanwhile is running by the time running ones are looked for.
     if (states.includes('pending')) {
+      const { cancelQueuedJobs } = this.sql;
       cancelled += await this.inBatches(
-        this.sql.cancelQueuedJobs,
-        [task, bound, this.channel, BULK_BATCH_SIZE, queue],
+        cancelQueuedJobs,
+        cancelQueuedJobs.values(batch),
         this.reportCancelled,
       );
     }
     if (states.includes('active')) {
+      const { cancelRunningJobs } = this.sql;
       cancelled += await this.inBatches(
-        this.sql.cancelRunningJobs,
-        [task, bound, this.channel, BULK_BATCH_SIZE, queue],
+        cancelRunningJobs,
+        cancelRunningJobs.values(batch),
         this.reportCancelled,
       );
     }
@@ -79,38 +89,38 @@ export class BulkOperations {
     );
     // Only jobs that ended before the call: one that fails again meanwhile is not taken twice.
     const now = await this.databaseNow();
+    const { retryJobs } = this.sql;
     return this.inBatches(
-      this.sql.retryJobs,
-      [
+      retryJobs,
+      retryJobs.values({
         task,
-        before,
-        this.options.instanceId,
-        BULK_BATCH_SIZE,
-        states,
-        now,
-        null,
-        this.channel,
-        NEW_JOB_NOTIFICATION,
+        createdBefore: before,
         queue,
-      ],
+        states,
+        endedAtOrBefore: now,
+        createdBy: this.options.instanceId,
+        limit: BULK_BATCH_SIZE,
+        channel: this.channel,
+        notification: NEW_JOB_NOTIFICATION,
+      }),
       (jobs) => this.events.retried(jobs),
     );
   }
 
   /** Retries job `id` (a valid id) if it ended for good; `false` if it is in no such state. */
   async retryJob(id: string): Promise<boolean> {
-    const [row] = await this.db.query<BatchRow>(this.sql.retryJobs, [
-      null,
-      null,
-      this.options.instanceId,
-      1,
-      RETRYABLE,
-      null,
-      id,
-      this.channel,
-      NEW_JOB_NOTIFICATION,
-      null,
-    ]);
+    const { retryJobs } = this.sql;
+    const [row] = await this.db.query<BatchRow>(
+      retryJobs,
+      retryJobs.values({
+        id,
+        states: RETRYABLE,
+        createdBy: this.options.instanceId,
+        limit: 1,
+        channel: this.channel,
+        notification: NEW_JOB_NOTIFICATION,
+      }),
+    );
     this.events.retried(row.jobs);
     return row.jobs.length > 0;
   }
@@ -123,13 +133,13 @@ export class BulkOperations {
 
   /** Runs a bulk statement until a batch picks fewer jobs than it may; returns how many it changed. */
   private async inBatches(
-    statement: string,
-    params: unknown[],
+    statement: StatementText,
+    values: unknown[],
     report: (jobs: readonly ChangedJob[]) => void,
   ): Promise<number> {
     let changed = 0;
     for (;;) {
-      const [{ picked, jobs }] = await this.db.query<BatchRow>(statement, params);
+      const [{ picked, jobs }] = await this.db.query<BatchRow>(statement, values);
       changed += jobs.length;
       report(jobs);
       if (picked < BULK_BATCH_SIZE) return changed;

@@ -8,6 +8,7 @@ import {
   JobPromiseTimeoutError,
   JobsShutdownError,
 } from '../errors/jobs.errors.js';
+import { NotificationListener } from '../notify/notification-listener.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { queueSql } from './job-queue.sql.js';
@@ -66,7 +67,10 @@ export class CompletionWaiters {
   constructor(
     @Inject(JOBS_OPTIONS) options: ResolvedJobsOptions,
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
+    @Inject(NotificationListener) listener: NotificationListener,
   ) {
+    listener.on('jobCompleted', (ending) => this.settle(ending));
+    listener.onConnected(() => void this.catchUp().catch(() => undefined));
     this.timeoutSeconds = options.promiseTimeout;
     this.endedJobsSql = queueSql(db.schema).endedJobs;
     this.poll = new Tick(

@@ -107,7 +107,7 @@ export class JobQueueService {
   /** A job by id, pending or ended; `null` if there is none. */
   async getJob(id: string): Promise<JobInfo | null> {
     assertJobId(id);
-    const [row] = await this.db.query<JobInfo>(this.sql.getJob, [id]);
+    const [row] = await this.db.query<JobInfo>(this.sql.getJob, this.sql.getJob.values({ id }));
     if (row?.state !== 'pending') return row ?? null;
     return { ...row, queue: this.registry.pendingQueueOf(row.task, row.queue) };
   }
@@ -148,7 +148,7 @@ export class JobQueueService {
         state: string | null;
         task: string | null;
         queue: string;
-      }>(this.sql.cancelJob, [id, this.channel]);
+      }>(this.sql.cancelJob, this.sql.cancelJob.values({ id, channel: this.channel }));
       if (row.task !== null) {
         this.reportCancelled([{ id, task: row.task, queue: row.queue }]);
         return true;
@@ -257,37 +257,27 @@ export class JobQueueService {
     let remaining = jobs;
     for (let round = 0; remaining.length > 0; round++) {
       const keyed = remaining.some((job) => job.uniqueKey !== null);
-      const one = remaining.length === 1;
-      // One job's values go as scalars, a batch's as arrays (see `sharedOrEach`).
-      const each = <T>(value: (job: ValidatedJob) => T) =>
-        one ? value(remaining[0]) : remaining.map(value);
-      const shared = <T>(value: (job: ValidatedJob) => T) =>
-        one ? value(remaining[0]) : sharedOrEach(remaining, value);
-      const statement = one
-        ? keyed
-          ? this.sql.insertKeyedJob
-          : this.sql.insertJob
-        : keyed
-          ? this.sql.insertKeyedJobs
-          : this.sql.insertJobs;
-      const [{ keyedIds }] = await this.db.queryIn<{ keyedIds: string[] }>(manager, statement, [
-        each((job) => job.id),
-        shared((job) => job.task),
-        each((job) => job.payload),
-        shared((job) => job.priority),
-        each((job) => job.waitUntil),
-        shared((job) => job.maxRetries),
-        shared((job) => job.isScheduled),
-        each((job) => job.uniqueKey),
-        shared((job) => job.awaited),
-        this.options.instanceId,
-        notify,
-        this.channel,
-        NEW_JOB_NOTIFICATION,
-        traceContext,
-        shared((job) => job.queue),
-        each((job) => job.groupKey),
-      ]);
+      // One job's values go as scalars, a batch's as arrays.
+      const statement =
+        remaining.length === 1
+          ? keyed
+            ? this.sql.insertKeyedJob
+            : this.sql.insertJob
+          : keyed
+            ? this.sql.insertKeyedJobs
+            : this.sql.insertJobs;
+      const [{ keyedIds }] = await this.db.queryIn<{ keyedIds: string[] }>(
+        manager,
+        statement,
+        statement.values({
+          jobs: remaining,
+          createdBy: this.options.instanceId,
+          notify,
+          channel: this.channel,
+          notification: NEW_JOB_NOTIFICATION,
+          traceContext,
+        }),
+      );
       const keyedInserted = new Set(keyedIds);
       const conflicting = remaining.filter(
         (job) => job.uniqueKey !== null && !keyedInserted.has(job.id),
@@ -314,14 +304,4 @@ export class JobQueueService {
     }
     return existing;
   }
-}
-
-/**
- * A NOT NULL column of a batch: its one value when every job shares it, else one per job. Most
- * batches are of one task with the same options, and five one-element arrays cost the database
- * (and the pg driver) far less to parse than five arrays of the batch's size.
- */
-function sharedOrEach<T>(jobs: readonly ValidatedJob[], value: (job: ValidatedJob) => T): T[] {
-  const first = value(jobs[0]);
-  return jobs.every((job) => value(job) === first) ? [first] : jobs.map(value);
 }

@@ -1,5 +1,44 @@
-import { preparedStatement } from '../database/prepared-statement.js';
+import { preparedStatement, sqlStatement } from '../database/sql-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
+import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
+import type { ValidatedJob } from './validate-job.js';
+
+/** The parameters of the inserts (`insertJobs` and its variants). */
+interface InsertJobsParams {
+  /** One job for `insertJob` and `insertKeyedJob`; any number for the batch statements. */
+  readonly jobs: readonly ValidatedJob[];
+  readonly createdBy: string;
+  /** Whether to notify `newJob` when a job is due now. */
+  readonly notify: boolean;
+  readonly channel: string;
+  readonly notification: string;
+  /** Of the whole batch: one enqueue, one span. */
+  readonly traceContext: TraceCarrier | null;
+}
+
+/** The jobs a bulk call's filter matches (see `matching`); an absent field matches any job. */
+interface FilterParams {
+  readonly task?: string | null;
+  readonly createdBefore?: Date | null;
+  readonly queue?: string | null;
+}
+
+/** The parameters of a batch of `cancelQueuedJobs` or `cancelRunningJobs`. */
+interface CancelBatchParams extends FilterParams {
+  readonly channel: string;
+  /** How many jobs the batch takes at most. */
+  readonly limit: number;
+}
+
+/**
+ * A NOT NULL column of a batch: its one value when every job shares it, else one per job. Most
+ * batches are of one task with the same options, and five one-element arrays cost the database
+ * (and the pg driver) far less to parse than five arrays of the batch's size.
+ */
+function sharedOrEach<T>(jobs: readonly ValidatedJob[], value: (job: ValidatedJob) => T): T[] {
+  const first = value(jobs[0]);
+  return jobs.every((job) => value(job) === first) ? [first] : jobs.map(value);
+}
 
 /**
  * The queue's statements (enqueue, look-up, cancel), built once per schema. Every value is a
@@ -58,26 +97,24 @@ export function queueSql({ quoted: s }: SchemaName) {
       )`;
 
   /**
-   * Inserts a batch (one row per array element) and, when $11 is true and something is due now,
-   * notifies in the same statement: inside a caller's transaction the notification is then
+   * Inserts a batch (one row per array element) and, when `notify` is true and something is due
+   * now, notifies in the same statement: inside a caller's transaction the notification is then
    * delivered on commit and dropped on rollback, with no extra round trip. It returns the ids of the
    * keyed jobs that did go in: with `onKeyConflict` a job whose unique key is already pending is
    * skipped, and the caller looks that pending job up; a job without a key always goes in, or the
    * statement fails.
    *
-   * In a batch, a NOT NULL column whose value every job shares ($2, $4, $6, $7, $9, $15) may arrive
-   * as a one-element array: unnest pads it with NULLs, which its one element fills. One job's
-   * values arrive as scalars instead of arrays.
-   *
-   * $1 id[] $2 task[] $3 payload[] $4 priority[] $5 waitUntil[] $6 maxRetries[] $7 isScheduled[]
-   * $8 uniqueKey[] $9 awaited[] $10 createdBy $11 notify $12 channel $13 notification
-   * $14 traceContext (of the whole batch: one enqueue, one span) $15 queue[] $16 groupKey[]
+   * In a batch, a NOT NULL column whose value every job shares (task, priority, maxRetries,
+   * isScheduled, awaited, queue) may arrive as a one-element array (`sharedOrEach`): unnest pads
+   * it with NULLs, which its one element fills. One job's values arrive as scalars instead of
+   * arrays.
    */
   const insertJobs = (onKeyConflict: string, jobs: 'batch' | 'one') => {
     // A batch's shared column arrives as a one-element array, which unnest pads with NULLs.
     const shared = (column: string, parameter: number) =>
       jobs === 'batch' ? `coalesce(${column}, $${parameter}[1])` : column;
-    return preparedStatement(`
+    return preparedStatement(
+      `
       WITH input AS (
         ${
           jobs === 'batch'
@@ -103,8 +140,42 @@ export function queueSql({ quoted: s }: SchemaName) {
         SELECT pg_notify($12, $13) WHERE $11 AND EXISTS (SELECT 1 FROM inserted WHERE "waitUntil" <= now())
       )
       SELECT ARRAY(SELECT id FROM inserted WHERE "uniqueKey" IS NOT NULL) AS "keyedIds",
-             (SELECT count(*) FROM woken) AS notified`);
+             (SELECT count(*) FROM woken) AS notified`,
+      (p: InsertJobsParams) => {
+        const one = jobs === 'one';
+        const each = <T>(value: (job: ValidatedJob) => T) =>
+          one ? value(p.jobs[0]) : p.jobs.map(value);
+        const shared = <T>(value: (job: ValidatedJob) => T) =>
+          one ? value(p.jobs[0]) : sharedOrEach(p.jobs, value);
+        return [
+          each((job) => job.id),
+          shared((job) => job.task),
+          each((job) => job.payload),
+          shared((job) => job.priority),
+          each((job) => job.waitUntil),
+          shared((job) => job.maxRetries),
+          shared((job) => job.isScheduled),
+          each((job) => job.uniqueKey),
+          shared((job) => job.awaited),
+          p.createdBy,
+          p.notify,
+          p.channel,
+          p.notification,
+          p.traceContext,
+          shared((job) => job.queue),
+          each((job) => job.groupKey),
+        ];
+      },
+    );
   };
+  /** A bulk cancel's batch: its filter, the channel and the batch's size. */
+  const cancelBatchValues = (p: CancelBatchParams) => [
+    p.task ?? null,
+    p.createdBefore ?? null,
+    p.channel,
+    p.limit,
+    p.queue ?? null,
+  ];
   const onKeyConflict = 'ON CONFLICT ("uniqueKey") WHERE "uniqueKey" IS NOT NULL DO NOTHING';
 
   return {
@@ -122,7 +193,8 @@ export function queueSql({ quoted: s }: SchemaName) {
     pendingByUniqueKey: `SELECT id, "uniqueKey" FROM ${s}.jobs WHERE "uniqueKey" = ANY($1::text[])`,
 
     /** A pending job (with the history of its earlier attempts, if any), else its history. */
-    getJob: preparedStatement(`
+    getJob: preparedStatement(
+      `
       SELECT j.id, j.task, 'pending' AS state, j.payload, j.priority, j.retries AS attempt,
              j."maxRetries", j."waitUntil", j."createdAt", h."startedAt", h."completedAt",
              h."lastErrorMessage", h."executedBy", NULL::jsonb AS result, h.progress, j.queue,
@@ -134,15 +206,18 @@ export function queueSql({ quoted: s }: SchemaName) {
              h."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy",
              h.result, h.progress, h.queue, h."groupKey"
       FROM ${s}."jobHistory" h
-      WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)`),
+      WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)`,
+      (p: { id: string }) => [p.id],
+    ),
 
     /**
-     * Cancels job $1, queued or running, in one statement (see `cancelling`). A job between two
+     * Cancels job `id`, queued or running, in one statement (see `cancelling`). A job between two
      * places (its claim, or its failed attempt's requeue, committed after this statement's snapshot
      * was taken) is found by neither write: `queued` and `state` then say where the snapshot saw it,
-     * and the caller runs the statement again. $1 id $2 channel
+     * and the caller runs the statement again.
      */
-    cancelJob: `
+    cancelJob: sqlStatement(
+      `
       WITH queued AS (
         SELECT id FROM ${s}.jobs WHERE id = $1
       ), ran AS (
@@ -154,48 +229,53 @@ export function queueSql({ quoted: s }: SchemaName) {
       )}
       SELECT EXISTS (SELECT 1 FROM queued) AS queued, (SELECT state FROM ran) AS state,
              (SELECT task FROM cancelled) AS task, (SELECT queue FROM cancelled) AS queue, (SELECT count(*) FROM told)::int AS told`,
+      (p: { id: string; channel: string }) => [p.id, p.channel],
+    ),
 
     /**
-     * Cancels up to $4 queued jobs matching the filter, locking them first: a job being claimed is
-     * waited for, then left out (it is running by the time this commits, and `cancelRunningJobs`,
-     * run after this, finds it). Returns how many it picked: fewer than $4 means none is left.
-     * $1 task $2 created before $3 channel $4 batch size $5 queue
+     * Cancels up to `limit` queued jobs matching the filter, locking them first: a job being
+     * claimed is waited for, then left out (it is running by the time this commits, and
+     * `cancelRunningJobs`, run after this, finds it). Returns how many it picked: fewer than
+     * `limit` means none is left.
      */
-    cancelQueuedJobs: `
+    cancelQueuedJobs: sqlStatement(
+      `
       WITH picked AS (
         SELECT id FROM ${s}.jobs j WHERE ${matching('j', '$5')} LIMIT $4 FOR UPDATE
       ), ${cancelling('ARRAY(SELECT id FROM picked)', `'{}'::uuid[]`, '$3')}
       SELECT (SELECT count(*) FROM picked)::int AS picked,
              COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task, 'queue', queue)) FROM cancelled), '[]') AS jobs,
              (SELECT count(*) FROM told)::int AS told`,
+      cancelBatchValues,
+    ),
 
     /**
-     * Cancels up to $4 running jobs matching the filter (their active attempts, as `cancelJob`
-     * does). An attempt that ends meanwhile keeps its ending. $1 task $2 created before $3 channel
-     * $4 batch size $5 queue
+     * Cancels up to `limit` running jobs matching the filter (their active attempts, as `cancelJob`
+     * does). An attempt that ends meanwhile keeps its ending.
      */
-    cancelRunningJobs: `
+    cancelRunningJobs: sqlStatement(
+      `
       WITH picked AS (
         SELECT id FROM ${s}."jobHistory" h WHERE h.state = 'active' AND ${matching('h', '$5')} LIMIT $4
       ), ${cancelling(`'{}'::uuid[]`, 'ARRAY(SELECT id FROM picked)', '$3')}
       SELECT (SELECT count(*) FROM picked)::int AS picked,
              COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task, 'queue', queue)) FROM cancelled), '[]') AS jobs,
              (SELECT count(*) FROM told)::int AS told`,
+      cancelBatchValues,
+    ),
 
     /**
-     * Queues again, due now, up to $4 jobs that ended for good in one of the states $5 (ended at or
-     * before $6, the time a bulk call began, so that a job failing again meanwhile is not picked
-     * twice), or only job $7 (with $6 null). The attempt counter goes on from the last attempt (it
+     * Queues again, due now, up to `limit` jobs that ended for good in one of `states` (ended at
+     * or before `endedAtOrBefore`, the time a bulk call began, so that a job failing again meanwhile is
+     * not picked twice), or only job `id`. The attempt counter goes on from the last attempt (it
      * is the fencing token of every write that ends an attempt, so it must never repeat) and
      * `maxRetries` is set so that the job gets one attempt with no automatic retry: a retry from
      * outside is a single, watched try. The history rows are locked, so two simultaneous retries of one job queue it
      * once: the second waits, then conflicts with the first one's row (`ON CONFLICT`), or finds the
      * job claimed by then (no longer in a state it retries).
-     *
-     * $1 task $2 created before $3 createdBy $4 batch size $5 state[] $6 ended by (or null) $7 id
-     * (or null) $8 channel $9 newJob notification $10 queue
      */
-    retryJobs: `
+    retryJobs: sqlStatement(
+      `
       WITH picked AS (
         SELECT h.id FROM ${s}."jobHistory" h
         WHERE h.state = ANY($5::text[]) AND h."completedAt" IS NOT NULL
@@ -217,6 +297,32 @@ export function queueSql({ quoted: s }: SchemaName) {
       SELECT (SELECT count(*) FROM picked)::int AS picked,
              COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task, 'queue', queue)) FROM requeued), '[]') AS jobs,
              (SELECT count(*) FROM woken)::int AS woken`,
+      (
+        p: FilterParams & {
+          /** The instance that queues them again. */
+          createdBy: string;
+          limit: number;
+          states: readonly string[];
+          /** Only jobs that ended at or before this time (a bulk call's start). */
+          endedAtOrBefore?: Date;
+          id?: string;
+          channel: string;
+          /** The `newJob` notification. */
+          notification: string;
+        },
+      ) => [
+        p.task ?? null,
+        p.createdBefore ?? null,
+        p.createdBy,
+        p.limit,
+        p.states,
+        p.endedAtOrBefore ?? null,
+        p.id ?? null,
+        p.channel,
+        p.notification,
+        p.queue ?? null,
+      ],
+    ),
 
     /** The database's clock: the bound of a bulk call's batches. */
     now: `SELECT now() AS now`,

@@ -9,6 +9,12 @@ const RECONNECT_MIN_MS = 100;
 /** The longest wait between two tries to get `LISTEN` back: what a long outage costs at most. */
 export const LISTEN_RECONNECT_MAX_MS = 5_000;
 
+/** The notifications of type `E` (`newJob`, `jobCompleted`, ...). */
+export type NotificationOf<E extends JobsNotification['event']> = Extract<
+  JobsNotification,
+  { readonly event: E }
+>;
+
 type NotificationHandler = (notification: JobsNotification) => void;
 /**
  * Where the instance's `LISTEN` stands: `listening`; `reconnecting` after a failure (wake-ups and
@@ -19,7 +25,10 @@ export type ListenStatus = 'listening' | 'reconnecting' | 'unavailable' | 'stopp
 type ConnectedHandler = () => void;
 
 /**
- * Holds the instance's `LISTEN` session and keeps it alive.
+ * Holds the instance's `LISTEN` session, keeps it alive, and hands each notification to the
+ * services that subscribed to its type (`on`): each service subscribes to what it owns (the runner
+ * to `newJob`, `cancelJob` and `progress`, the queue state to `queuePaused`, the completion
+ * waiters to `jobCompleted`), so no one routes notifications on their behalf.
  *
  * `LISTEN` belongs to one backend session, so it cannot share the pool: it gets a client of its own.
  * When that connection drops (a restart, `pg_terminate_backend`, a network blip) the client cannot
@@ -35,7 +44,7 @@ type ConnectedHandler = () => void;
 @Injectable()
 export class NotificationListener {
   private readonly logger = new Logger('JobsNotifications');
-  private readonly notificationHandlers: NotificationHandler[] = [];
+  private readonly handlers = new Map<JobsNotification['event'], NotificationHandler[]>();
   private readonly connectedHandlers: ConnectedHandler[] = [];
   private readonly channel: string;
   private client?: pg.Client;
@@ -49,10 +58,20 @@ export class NotificationListener {
     this.channel = channelFor(db.schema);
   }
 
-  onNotification(handler: NotificationHandler): void {
-    this.notificationHandlers.push(handler);
+  /** Calls `handler` with every notification of type `event` this instance hears. */
+  on<E extends JobsNotification['event']>(
+    event: E,
+    handler: (notification: NotificationOf<E>) => void,
+  ): void {
+    const handlers = this.handlers.get(event);
+    if (handlers) handlers.push(handler as NotificationHandler);
+    else this.handlers.set(event, [handler as NotificationHandler]);
   }
 
+  /**
+   * Calls `handler` on every (re)connection of `LISTEN`: what was notified while no session
+   * listened is lost, so each subscriber looks for what it may have missed.
+   */
   onConnected(handler: ConnectedHandler): void {
     this.connectedHandlers.push(handler);
   }
@@ -141,7 +160,9 @@ export class NotificationListener {
   }
 
   private dispatch(notification: JobsNotification): void {
-    for (const handler of this.notificationHandlers) this.safely(() => handler(notification));
+    const handlers = this.handlers.get(notification.event);
+    if (!handlers) return;
+    for (const handler of handlers) this.safely(() => handler(notification));
   }
 
   /** A handler's mistake must never take the listening session down with it. */

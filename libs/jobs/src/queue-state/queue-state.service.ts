@@ -4,6 +4,7 @@ import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { InvalidJobOptionsError } from '../errors/jobs.errors.js';
+import { NotificationListener } from '../notify/notification-listener.js';
 import { channelFor } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
@@ -42,8 +43,11 @@ export class QueueStateService {
     @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
     @Inject(TaskRegistry) private readonly registry: TaskRegistry,
+    @Inject(NotificationListener) listener: NotificationListener,
   ) {
     this.sql = queuesSql(db.schema);
+    listener.on('queuePaused', ({ queue, paused }) => this.apply(queue, paused));
+    listener.onConnected(() => void this.refresh().catch(() => undefined));
     this.channel = channelFor(db.schema);
     this.poll = new Tick(
       'Reading paused queues',
@@ -88,7 +92,7 @@ export class QueueStateService {
   }
 
   /** A `queuePaused` notification, or this instance's own change. */
-  apply(queue: string, paused: boolean): void {
+  private apply(queue: string, paused: boolean): void {
     if (this.paused.has(queue) === paused) return;
     const next = new Set(this.paused);
     if (paused) next.add(queue);

@@ -68,17 +68,26 @@ export class ReaperService {
         );
       }
     }
-    const [result] = await this.db.query<ReapResult>(this.sql.reap, [
-      instanceTimeout,
-      staleJobTimeout,
-      instanceId,
-      this.channel,
-      NEW_JOB_NOTIFICATION,
-      judgePeers,
-      `No instance reported on this job within ${staleJobTimeout}s (staleJobTimeout); it was presumed abandoned.`,
-      'Instance %s restarted while this attempt was active; the attempt was abandoned with its earlier life.',
-      'Instance %s stopped heartbeating for over %ss (its instanceTimeout) while running this attempt; it was presumed dead.',
-    ]);
+    const { reap } = this.sql;
+    const [result] = await this.db.query<ReapResult>(
+      reap,
+      reap.values({
+        instanceTimeout,
+        staleJobTimeout,
+        requeuedBy: instanceId,
+        channel: this.channel,
+        notification: NEW_JOB_NOTIFICATION,
+        judgePeers,
+        messages: {
+          stale: `No instance reported on this job within ${staleJobTimeout}s (staleJobTimeout); it was presumed abandoned.`,
+          restarted:
+            'Instance %s restarted while this attempt was active; the attempt was abandoned with its earlier life.',
+          // %s: the instance, then its instanceTimeout.
+          silent:
+            'Instance %s stopped heartbeating for over %ss (its instanceTimeout) while running this attempt; it was presumed dead.',
+        },
+      }),
+    );
     if (result.stranded > 0) {
       const reasons = Object.entries(result.reasons)
         .map(([reason, count]) => `${count} ${reason}`)

@@ -1,4 +1,5 @@
 import type { SchemaName } from '../database/schema-name.js';
+import { sqlStatement } from '../database/sql-statement.js';
 
 /** Why the reaper ended an attempt. */
 export type ReapReason = 'stale' | 'restarted' | 'silent';
@@ -13,22 +14,20 @@ export function reaperSql({ quoted: s }: SchemaName) {
      *   an instance that is alive but stuck);
      * - `restarted`: it started before its instance's current registration, so an earlier life of
      *   that id left it behind;
-     * - `silent` (fast path, only when $6): neither its instance nor the attempt itself has been
-     *   heard of for the instance's own `instanceTimeout` (this reaper's, $1, for an instance with
-     *   no registration at all). Counting from the
+     * - `silent` (fast path, only when `judgePeers`): neither its instance nor the attempt itself
+     *   has been heard of for the instance's own `instanceTimeout` (this reaper's, for an instance
+     *   with no registration at all). Counting from the
      *   attempt's start too means a job claimed just before its instance's row was put back is not
      *   taken for an orphan.
      *
      * The `UPDATE ... WHERE state = 'active'` is the claim: of two reapers (or a reaper and the
      * runner's fenced write) racing on a row, whichever commits second re-checks the row, finds it no
-     * longer the same active attempt and skips it. With $6 it also forgets instances that have
-     * been silent for `instanceTimeout`; one that was only paused puts its row back and says so.
-     *
-     * $1 instanceTimeout $2 staleJobTimeout $3 requeuedBy $4 channel $5 newJob notification
-     * $6 judge instances by heartbeat $7 stale message $8 restarted message (format, %s = instance)
-     * $9 silent message (format, %s = instance, %s = its instanceTimeout)
+     * longer the same active attempt and skips it. With `judgePeers` it also forgets instances that
+     * have been silent for `instanceTimeout`; one that was only paused puts its row back and says
+     * so.
      */
-    reap: `
+    reap: sqlStatement(
+      `
       WITH candidates AS (
         SELECT h.id, h.attempt, h."claimToken", h."executedBy", coalesce(i."instanceTimeout", $1) AS timeout,
           CASE WHEN h."startedAt" < ${olderThan('$2')} THEN 'stale'
@@ -79,5 +78,28 @@ export function reaperSql({ quoted: s }: SchemaName) {
                (SELECT reason, count(*)::int AS n FROM stranded GROUP BY reason) r) AS reasons,
              (SELECT coalesce(json_agg(id), '[]') FROM forgotten) AS forgotten,
              (SELECT count(*) FROM woken) + (SELECT count(*) FROM told) AS notified`,
+      (p: {
+        instanceTimeout: number;
+        staleJobTimeout: number;
+        requeuedBy: string;
+        channel: string;
+        /** The `newJob` notification, for requeued jobs. */
+        notification: string;
+        /** Judge instances by their heartbeats. */
+        judgePeers: boolean;
+        /** What history says of each reason; `restarted`'s and `silent`'s are `format` strings. */
+        messages: { stale: string; restarted: string; silent: string };
+      }) => [
+        p.instanceTimeout,
+        p.staleJobTimeout,
+        p.requeuedBy,
+        p.channel,
+        p.notification,
+        p.judgePeers,
+        p.messages.stale,
+        p.messages.restarted,
+        p.messages.silent,
+      ],
+    ),
   };
 }

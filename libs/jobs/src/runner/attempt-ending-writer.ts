@@ -132,22 +132,26 @@ export class AttemptEndingWriter {
 
   private async failed(attempt: RunningAttempt, { error, retry }: Failed): Promise<void> {
     const { job } = attempt;
+    const { fail } = this.sql;
     // A text column refuses NUL: the message is kept, with what it cannot hold replaced.
     const message = storableText(error.message);
     const { value: rows, retried: writeRetried } = await this.write(attempt, 'the failure', () =>
-      this.db.query<{ retried: boolean }>(this.sql.fail, [
-        job.id,
-        this.channel,
-        job.attempt,
-        message,
-        this.options.retryBackoff,
-        this.options.instanceId,
-        this.options.maxRetryDelay,
-        retry.delay ?? null,
-        retry.giveUp,
-        endNotification(job.id, 'failed', message),
-        job.claim,
-      ]),
+      this.db.query<{ retried: boolean }>(
+        fail,
+        fail.values({
+          id: job.id,
+          attempt: job.attempt,
+          claim: job.claim,
+          channel: this.channel,
+          error: message,
+          retryBackoff: this.options.retryBackoff,
+          requeuedBy: this.options.instanceId,
+          maxRetryDelay: this.options.maxRetryDelay,
+          delay: retry.delay,
+          giveUp: retry.giveUp,
+          notification: endNotification(job.id, 'failed', message),
+        }),
+      ),
     );
     if (rows.length === 0) return this.reportFenced(attempt, 'failed', writeRetried);
     const retried = rows[0].retried;
@@ -177,13 +181,13 @@ export class AttemptEndingWriter {
     try {
       rows =
         ending.outcome === 'completed'
-          ? await transaction.query(this.sql.complete, [
-              [job.id],
-              this.channel,
-              [job.attempt],
-              [ending.result],
-              [job.claim],
-            ])
+          ? await transaction.query(
+              this.sql.complete,
+              this.sql.complete.values({
+                completions: [{ job, result: ending.result }],
+                channel: this.channel,
+              }),
+            )
           : await transaction.query(this.sql.snooze, this.snoozeValues(attempt, ending));
     } catch (err) {
       await transaction.rollback();
@@ -216,7 +220,13 @@ export class AttemptEndingWriter {
   }
 
   private snoozeValues({ job }: RunningAttempt, { seconds }: Snoozed): unknown[] {
-    return [job.id, job.attempt, seconds, this.options.instanceId, job.claim];
+    return this.sql.snooze.values({
+      id: job.id,
+      attempt: job.attempt,
+      claim: job.claim,
+      seconds,
+      requeuedBy: this.options.instanceId,
+    });
   }
 
   /**

@@ -84,11 +84,12 @@ export class AttemptProgress {
       this.events.progress(notification, notification.progress);
       return;
     }
+    const { progressOf } = this.sql;
     void this.db
-      .query<{ progress: string | null }>(this.sql.progressOf, [
-        notification.id,
-        notification.attempt,
-      ])
+      .query<{ progress: string | null }>(
+        progressOf,
+        progressOf.values({ id: notification.id, attempt: notification.attempt }),
+      )
       .then(([row]) => {
         if (row?.progress != null) this.events.progress(notification, JSON.parse(row.progress));
       })
@@ -128,14 +129,14 @@ export class AttemptProgress {
   ): Promise<void> {
     const { job } = attempt;
     const value = state.latest;
-    const values = [
-      job.id,
-      job.attempt,
-      value,
-      this.channel,
-      progressNotification(job, this.options.instanceId, value),
-      job.claim,
-    ];
+    const values = this.sql.progress.values({
+      id: job.id,
+      attempt: job.attempt,
+      claim: job.claim,
+      progress: value,
+      channel: this.channel,
+      notification: progressNotification(job, this.options.instanceId, value),
+    });
     state.lastWriteAt = performance.now();
     state.writing = (
       transaction

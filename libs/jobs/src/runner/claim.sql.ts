@@ -1,5 +1,5 @@
 import type { AttemptJob } from '../attempt/attempt-job.js';
-import { preparedStatement } from '../database/prepared-statement.js';
+import { preparedStatement } from '../database/sql-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
 import type { SkipReason } from '../events/job-event.interface.js';
 import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
@@ -42,6 +42,32 @@ export type LimitedClaimRow = (ClaimRow | { readonly id: null }) & {
   readonly cut: boolean;
 };
 
+/** The parameters of `claim`. */
+export interface ClaimParams {
+  /** How many jobs to claim at most. */
+  readonly limit: number;
+  /** The claiming instance. */
+  readonly executedBy: string;
+  readonly tasks: readonly string[];
+  /** The queue of each task on the claiming instance, in the order of `tasks`. */
+  readonly queues: readonly string[];
+}
+
+/** The parameters of a limited queue's claim (`claimLimited`, `claimLimitedByGroup`). */
+export interface LimitedClaimParams {
+  /** How many jobs to claim at most, before the queue's cluster-wide limits. */
+  readonly limit: number;
+  /** The claiming instance. */
+  readonly executedBy: string;
+  /** The queue's tasks. */
+  readonly tasks: readonly string[];
+  readonly queue: string;
+  readonly globalConcurrency?: number;
+  readonly rateLimit?: { readonly limit: number; readonly periodSeconds: number };
+  /** `claimLimitedByGroup`'s limit per group (`claimLimited` has none). */
+  readonly groupConcurrency?: number;
+}
+
 /** How many rows a group-fair claim walks at most, per job it may claim. */
 const GROUP_WALK_FACTOR = 10;
 /** The walk's bound in SQL: none when the queue's limits allow nothing. */
@@ -51,7 +77,7 @@ const GROUP_WALK_BOUND = `sign(n)::int * $1::int * ${GROUP_WALK_FACTOR}`;
  * The claims: each takes due jobs out of the queue and records them in history, `active` or
  * `skipped` (a cron slot missed, or an overlap), in one statement.
  */
-export function claimSql({ quoted: s }: SchemaName) {
+export function claimSql({ quoted: s, name: schemaName }: SchemaName) {
   /**
    * Why the claimed job `c` is not to be started at `at` (the claim's start time), or NULL (see
    * `SkipReason`):
@@ -212,9 +238,20 @@ export function claimSql({ quoted: s }: SchemaName) {
       FROM allowance a LEFT JOIN claimed c ON true
       ORDER BY c.priority DESC, c."waitUntil", c.seq`;
   };
+  /** `limitedClaim`'s $1-$8; the schema's name ($5) keys the queue's advisory lock. */
+  const limitedClaimValues = (p: LimitedClaimParams) => [
+    p.limit,
+    p.executedBy,
+    p.tasks,
+    p.queue,
+    schemaName,
+    p.globalConcurrency ?? null,
+    p.rateLimit?.limit ?? null,
+    p.rateLimit?.periodSeconds ?? null,
+  ];
   return {
     /**
-     * Claims up to $1 due jobs of the tasks $3 and records them active, atomically: one statement
+     * Claims up to `limit` due jobs of `tasks` and records them active, atomically: one statement
      * is one transaction, so a claim that fails leaves no history row saying the job started, and
      * `SKIP LOCKED` lets instances claim side by side without waiting on each other.
      *
@@ -231,11 +268,10 @@ export function claimSql({ quoted: s }: SchemaName) {
      * past their deadline, and for jobs of `overlap: 'skip'` schedules. Such a job is skipped too
      * when its schedule has a run active or a later slot due (see `skipReason`).
      *
-     * History records each job's queue: $4 holds the queue of each task of $3.
-     *
-     * $1 limit $2 executedBy $3 task[] $4 queue[]
+     * History records each job's queue (`queues`).
      */
-    claim: preparedStatement(`
+    claim: preparedStatement(
+      `
       ${claimOf({
         pick: `
           SELECT ctid FROM ${s}.jobs
@@ -253,23 +289,22 @@ export function claimSql({ quoted: s }: SchemaName) {
       })}
       SELECT ${claimedColumns('($4::text[])[array_position($3::text[], c.task)]')}
       FROM claimed c
-      ORDER BY priority DESC, "waitUntil", seq`),
+      ORDER BY priority DESC, "waitUntil", seq`,
+      (p: ClaimParams) => [p.limit, p.executedBy, p.tasks, p.queues],
+    ),
 
     /**
-     * Claims up to $1 due jobs of the tasks $3 of queue $4, within what the queue's cluster-wide
+     * Claims up to `limit` due jobs of the tasks of `queue`, within what the queue's cluster-wide
      * limits allow, and records them active (the claim above, with the queue's limits):
      * - claims of one queue are serialised across the cluster by a transaction-scoped advisory
      *   lock on the queue, taken in `claimQueueLoad` (migration 10), which reads the queue's state
      *   (its attempts still active, per group, and its starts in the rate window) with a snapshot
      *   taken after the lock: every claim of the queue that committed before is counted;
-     * - the allowance is $1 bounded by `globalConcurrency` ($6) minus the active attempts and by
-     *   `rateLimit` ($7 per $8 seconds) minus the starts in the window; jobs beyond it stay queued;
+     * - the allowance is `limit` bounded by `globalConcurrency` minus the active attempts and by
+     *   `rateLimit` minus the starts in the window; jobs beyond it stay queued;
      * - the claim writes the queue's state back with what it started, at the lock's clock, which
      *   is also the "startedAt" of its jobs (the window is judged on what history shows).
      * Other queues never wait for it: the lock is the queue's, and its jobs are found by task.
-     *
-     * $1 limit $2 executedBy $3 task[] $4 queue $5 schema name $6 globalConcurrency
-     * $7 rate limit $8 rate period (seconds)
      */
     claimLimited: preparedStatement(
       limitedClaim(`
@@ -278,18 +313,17 @@ export function claimSql({ quoted: s }: SchemaName) {
           ORDER BY priority DESC, "waitUntil", seq
           LIMIT (SELECT n FROM allowance)
           FOR UPDATE SKIP LOCKED`),
+      limitedClaimValues,
     ),
 
     /**
-     * `claimLimited` for a queue with `groupConcurrency` ($9): at most $9 active jobs per
+     * `claimLimited` for a queue with `groupConcurrency`: at most that many active jobs per
      * "groupKey", across the cluster. The claim walks the queue in claim order, leaving out the
-     * groups already at their limit, up to a bound (ten times $1), ranks each group's jobs and takes
-     * at most $9 minus its active ones; so one group's backlog, however long, costs a walk past its
-     * jobs but never holds back another group's. A walk that hit its bound says so (`cut`): the
+     * groups already at their limit, up to a bound (ten times `limit`), ranks each group's jobs and
+     * takes at most `groupConcurrency` minus its active ones; so one group's backlog, however long,
+     * costs a walk past its jobs but never holds back another group's. A walk that hit its bound says so (`cut`): the
      * next claim leaves out the groups this one filled, and finds what lies behind them. The rows
      * are locked once chosen (the queue's lock keeps other claims of it away meanwhile).
-     *
-     * $1-$8 as `claimLimited` $9 groupConcurrency
      */
     claimLimitedByGroup: preparedStatement(
       limitedClaim(
@@ -318,6 +352,7 @@ export function claimSql({ quoted: s }: SchemaName) {
         `cardinality((SELECT "fullGroups" FROM allowance)) > 0
                OR (SELECT count(*) FROM walked) > (SELECT count(*) FROM picked)`,
       ),
+      (p: LimitedClaimParams) => [...limitedClaimValues(p), p.groupConcurrency],
     ),
   };
 }

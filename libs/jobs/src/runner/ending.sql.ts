@@ -1,5 +1,17 @@
-import { preparedStatement } from '../database/prepared-statement.js';
+import { preparedStatement, sqlStatement } from '../database/sql-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
+import type { ClaimedJob } from './claim.sql.js';
+
+/** What fences a write to one attempt: its job, its number and its claim. */
+type AttemptFence = Pick<ClaimedJob, 'id' | 'attempt' | 'claim'>;
+
+/** Attempts a statement names, each by its claimed job (a `RunningAttempt`, a completion). */
+type Attempts = readonly { readonly job: AttemptFence }[];
+
+/** The fence of `attempts`, as the three arrays a statement unnests (id, attempt, claim). */
+const idsOf = (attempts: Attempts) => attempts.map((a) => a.job.id);
+const numbersOf = (attempts: Attempts) => attempts.map((a) => a.job.attempt);
+const claimsOf = (attempts: Attempts) => attempts.map((a) => a.job.claim);
 
 /**
  * The writes that end an attempt (complete, fail, snooze, progress) or give it back (release,
@@ -38,10 +50,9 @@ export function endingSql({ quoted: s }: SchemaName) {
      * that were still active; the others were fenced out. A result never travels in the
      * notification: whoever waits reads it from history; nor does an error (an earlier attempt's,
      * of any length), which keeps the notification a few dozen bytes.
-     *
-     * $1 id[] $2 channel $3 attempt[] $4 result[] $5 claim[]
      */
-    complete: preparedStatement(`
+    complete: preparedStatement(
+      `
       WITH done AS (
         UPDATE ${s}."jobHistory" h
         SET state = 'completed', result = c.result, "completedAt" = now(), "updatedAt" = now()
@@ -53,20 +64,30 @@ export function endingSql({ quoted: s }: SchemaName) {
                SELECT pg_notify($2, json_build_object('event', 'jobCompleted', 'id', id,
                                                       'state', 'completed')::text)
                FROM done WHERE awaited) n) AS told
-      FROM done`),
+      FROM done`,
+      (p: {
+        /** Each with its result: JSON text, `null` when its task returned nothing. */
+        completions: readonly { readonly job: AttemptFence; readonly result: string | null }[];
+        channel: string;
+      }) => [
+        idsOf(p.completions),
+        p.channel,
+        numbersOf(p.completions),
+        p.completions.map((c) => c.result),
+        claimsOf(p.completions),
+      ],
+    ),
 
     /**
-     * Records a failed attempt and, while retries remain and the task did not give up ($9), puts
-     * the job back after the task's own delay ($8, from its `backoff`) or the default backoff:
-     * `2^(attempt-1) * $5` seconds, at most $7. The exponent is capped before the power is taken:
-     * with many retries the power alone overflows, and the failure could not be written at all.
-     * Only the final failure is worth telling a waiting caller, with $10, built by the caller
-     * (`endNotification`: its error cut to fit a notification).
-     *
-     * $1 id $2 channel $3 attempt $4 error message $5 retryBackoff $6 requeuedBy $7 maxRetryDelay
-     * $8 delay (seconds, NULL: the default backoff) $9 giveUp $10 notification $11 claim
+     * Records a failed attempt and, while retries remain and the task did not `giveUp`, puts the
+     * job back after the task's own `delay` (from its `backoff`) or the default backoff:
+     * `2^(attempt-1) * retryBackoff` seconds, at most `maxRetryDelay`. The exponent is capped
+     * before the power is taken: with many retries the power alone overflows, and the failure could
+     * not be written at all. Only the final failure is worth telling a waiting caller, with
+     * `notification`, built by the caller (`endNotification`: its error cut to fit a notification).
      */
-    fail: preparedStatement(`
+    fail: preparedStatement(
+      `
       WITH failed AS (
         UPDATE ${s}."jobHistory"
         SET state = 'failed', "lastErrorMessage" = $4, "completedAt" = now(), "updatedAt" = now()
@@ -86,19 +107,44 @@ export function endingSql({ quoted: s }: SchemaName) {
       SELECT id, (SELECT count(*) FROM retried) > 0 AS retried,
              (SELECT count(*) FROM (SELECT pg_notify($2, $10) FROM failed
                                     WHERE awaited AND NOT EXISTS (SELECT 1 FROM retried)) n) AS told
-      FROM failed`),
+      FROM failed`,
+      (
+        p: AttemptFence & {
+          channel: string;
+          error: string;
+          retryBackoff: number;
+          requeuedBy: string;
+          maxRetryDelay: number;
+          /** Seconds until the retry; none: the default backoff. */
+          delay?: number;
+          giveUp: boolean;
+          notification: string;
+        },
+      ) => [
+        p.id,
+        p.channel,
+        p.attempt,
+        p.error,
+        p.retryBackoff,
+        p.requeuedBy,
+        p.maxRetryDelay,
+        p.delay ?? null,
+        p.giveUp,
+        p.notification,
+        p.claim,
+      ],
+    ),
 
     /**
      * Ends an attempt whose task asked to run later (`ctx.snooze`): history says `snoozed` (with
      * "completedAt", as every write that ends an attempt sets it: the dashboard counts the jobs
      * waiting out a snooze through job_history_state_ended_at) and the job is queued again, due in
-     * $3 seconds, with the retries it had, so the next attempt has the same number. Fenced like
+     * `seconds`, with the retries it had, so the next attempt has the same number. Fenced like
      * every ending, by its claim: the attempt number is reused, so a repeat of this write (its
      * first answer lost) must not snooze the next claim of the job, whichever instance made it.
-     *
-     * $1 id $2 attempt $3 seconds $4 requeuedBy $5 claim
      */
-    snooze: preparedStatement(`
+    snooze: preparedStatement(
+      `
       WITH snoozed AS (
         UPDATE ${s}."jobHistory"
         SET state = 'snoozed', snoozes = snoozes + 1, "completedAt" = now(), "updatedAt" = now()
@@ -111,64 +157,97 @@ export function endingSql({ quoted: s }: SchemaName) {
       SELECT id, task, payload, priority, now() + make_interval(secs => $3::float8), attempt - 1,
              "maxRetries", "wasScheduled", awaited, $4, "createdAt", "traceContext", queue, "groupKey"
       FROM snoozed
-      RETURNING id`),
+      RETURNING id`,
+      (p: AttemptFence & { seconds: number; requeuedBy: string }) => [
+        p.id,
+        p.attempt,
+        p.seconds,
+        p.requeuedBy,
+        p.claim,
+      ],
+    ),
 
     /**
-     * Writes an active attempt's progress and tells every instance ($5, built by the caller: it
-     * carries the value only when small enough for a notification). Fenced: a late write of an
-     * attempt that ended changes nothing.
-     *
-     * $1 id $2 attempt $3 progress $4 channel $5 notification $6 claim
+     * Writes an active attempt's progress (JSON text) and tells every instance (`notification`,
+     * built by the caller: it carries the value only when small enough for a notification). Fenced:
+     * a late write of an attempt that ended changes nothing.
      */
-    progress: preparedStatement(`
+    progress: preparedStatement(
+      `
       WITH written AS (
         UPDATE ${s}."jobHistory" SET progress = $3::jsonb
         WHERE id = $1 AND attempt = $2 AND "claimToken" = $6 AND state = 'active'
         RETURNING id
       )
       SELECT id, (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM written) n) AS told
-      FROM written`),
+      FROM written`,
+      (p: AttemptFence & { progress: string; channel: string; notification: string }) => [
+        p.id,
+        p.attempt,
+        p.progress,
+        p.channel,
+        p.notification,
+        p.claim,
+      ],
+    ),
 
     /** The progress an attempt wrote, for listeners whose notification was too small to carry it. */
-    progressOf: `SELECT progress::text AS progress FROM ${s}."jobHistory" WHERE id = $1 AND attempt = $2`,
+    progressOf: sqlStatement(
+      `SELECT progress::text AS progress FROM ${s}."jobHistory" WHERE id = $1 AND attempt = $2`,
+      (p: { id: string; attempt: number }) => [p.id, p.attempt],
+    ),
 
     /**
      * Gives attempts back unconsumed (shutdown): each job is due again at once, with the retries it
-     * had, and its history no longer says it is active.
-     *
-     * $1 id[] $2 attempt[] $3 reason $4 claim[]
+     * had, and its history no longer says it is active; `reason` is what history keeps.
      */
-    release: giveBack(
-      `FROM unnest($1::uuid[], $2::int[], $4::bigint[]) AS r(id, attempt, claim)
+    release: sqlStatement(
+      giveBack(
+        `FROM unnest($1::uuid[], $2::int[], $4::bigint[]) AS r(id, attempt, claim)
        WHERE h.id = r.id AND h.attempt = r.attempt AND h."claimToken" = r.claim AND h.state = 'active'`,
-      '$3',
+        '$3',
+      ),
+      (p: { attempts: Attempts; reason: string }) => [
+        idsOf(p.attempts),
+        numbersOf(p.attempts),
+        p.reason,
+        claimsOf(p.attempts),
+      ],
     ),
 
     /**
-     * Gives back, unconsumed, this instance's active attempts of its current life that it is not
-     * running ($2, $3): those of a claim that committed but whose reply never arrived. Earlier
+     * Gives back, unconsumed, the active attempts of instance `executedBy`'s current life that it
+     * is not `running`: those of a claim that committed but whose reply never arrived. Earlier
      * lives' attempts are the reaper's (they ran, so they count as attempts).
-     *
-     * $1 executedBy $2 running id[] $3 running attempt[] $4 reason $5 running claim[]
      */
-    requeueOrphans: giveBack(
-      `WHERE h.state = 'active' AND h."executedBy" = $1
+    requeueOrphans: sqlStatement(
+      giveBack(
+        `WHERE h.state = 'active' AND h."executedBy" = $1
          AND h."startedAt" >= (SELECT "startedAt" FROM ${s}.instances WHERE id = $1)
          AND NOT EXISTS (SELECT 1 FROM unnest($2::uuid[], $3::int[], $5::bigint[]) AS r(id, attempt, claim)
                          WHERE r.id = h.id AND r.attempt = h.attempt AND r.claim = h."claimToken")`,
-      '$4',
+        '$4',
+      ),
+      (p: { executedBy: string; running: Attempts; reason: string }) => [
+        p.executedBy,
+        idsOf(p.running),
+        numbersOf(p.running),
+        p.reason,
+        claimsOf(p.running),
+      ],
     ),
 
     /**
-     * Which of this instance's running attempts ($1, $2) a cancel has ended (`cancelJob` records
-     * the ending first, then notifies): the poll's backstop for a notification that was lost.
-     *
-     * $1 id[] $2 attempt[] $3 claim[]
+     * Which of this instance's `running` attempts a cancel has ended (`cancelJob` records the
+     * ending first, then notifies): the poll's backstop for a notification that was lost.
      */
-    cancelledAttempts: `
+    cancelledAttempts: sqlStatement(
+      `
       SELECT h.id, h."claimToken" AS claim
       FROM unnest($1::uuid[], $2::int[], $3::bigint[]) AS r(id, attempt, claim)
       JOIN ${s}."jobHistory" h ON h.id = r.id AND h.attempt = r.attempt AND h."claimToken" = r.claim
       WHERE h.state = 'cancelled'`,
+      (p: { running: Attempts }) => [idsOf(p.running), numbersOf(p.running), claimsOf(p.running)],
+    ),
   };
 }

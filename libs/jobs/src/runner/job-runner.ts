@@ -6,8 +6,8 @@ import { EndingNotRecordedError, JobCancelledError } from '../errors/jobs.errors
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JobEventEmitter } from '../events/job-event-emitter.js';
 import type { SkipReason } from '../events/job-event.interface.js';
+import { NotificationListener } from '../notify/notification-listener.js';
 import { channelFor } from '../notify/notification-protocol.js';
-import type { ProgressNotification } from '../notify/notification-protocol.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { CompletionWaiters } from '../job-queue/completion-waiters.js';
@@ -24,6 +24,50 @@ import { RunningAttempt, RunningAttempts } from './running-attempts.js';
 import { ShutdownDrain } from './shutdown-drain.js';
 import { TaskExecutor } from './task-executor.js';
 
+/**
+ * Why the claim loop wakes: the one list of what makes this instance look for jobs to claim.
+ * - `started`: the runner started;
+ * - `newJob`: a `newJob` notification (an enqueue, a retry, a reaper's requeue, on any instance);
+ * - `poll`: the polling tick, every `pollingCheck`: jobs that fell due, notifications lost;
+ * - `listening`: `LISTEN` (re)connected: what was notified while it was down is lost;
+ * - `queuesChanged`: a queue was paused or resumed: a resumed queue may have jobs due, and no
+ *   notification says so;
+ * - `rateWindow`: the window of a queue held back by its `rateLimit` moved on (a timer);
+ * - `slotFreed`: a task settled, and its slot of `concurrency` is free again;
+ * - `attemptDone`: an attempt is done here (its ending written, or not its to write), and no longer
+ *   counts against the bound on attempts whose ending is still to be written;
+ * - `asked`: `runUntilIdle` (the testing kit) saw due jobs.
+ * `slotFreed` and `attemptDone` free capacity: they wake the loop only while it has a `backlog`.
+ */
+export type WakeReason =
+  | 'started'
+  | 'newJob'
+  | 'poll'
+  | 'listening'
+  | 'queuesChanged'
+  | 'rateWindow'
+  | 'slotFreed'
+  | 'attemptDone'
+  | 'asked';
+
+/**
+ * Where the claim loop stands. Claiming is single-flight: one claim round at a time, sized to the
+ * free capacity measured just before it, so that wake-ups arriving together cannot overrun
+ * `concurrency` (the seed checked its count and then awaited, so concurrent wake-ups each claimed a
+ * full batch).
+ * - `off`: not started (it runs no jobs, has no task here, or the boot has not reached it);
+ * - `idle`: no claim is due; the next wake-up schedules one;
+ * - `scheduled`: a claim starts on the next turn of the event loop, once every attempt that ended
+ *   in this one has given back its slot, so that one claim takes them all; for a `newJob`, which
+ *   frees no slot, in a microtask instead: a job's start does not wait for the rest of the loop's
+ *   turn, and the notifications of one read from the socket, dispatched before it runs, still
+ *   share one claim;
+ * - `claiming`: a round is in flight; a wake-up meanwhile is remembered and answered with another
+ *   claim once the round has looked;
+ * - `stopping`: `stop()` was called; no claim starts any more, the round in flight finishes.
+ */
+type ClaimLoopState = 'off' | 'idle' | 'scheduled' | 'claiming' | 'stopping';
+
 /** What the log says of each reason the claim skips cron jobs for. */
 const SKIP_EXPLANATIONS: Record<SkipReason, string> = {
   missed: 'not started within missedSlotGrace of their slot',
@@ -33,12 +77,9 @@ const SKIP_EXPLANATIONS: Record<SkipReason, string> = {
 /**
  * Claims due jobs up to this instance's capacity and runs them: the orchestrator of an attempt's
  * life, from its claim through its task (`TaskExecutor`) to the write that ends it
- * (`AttemptEndingWriter`), and of the instance's shutdown (`ShutdownDrain`).
- *
- * Claiming is single-flight: one claim at a time, sized to the free capacity measured just before
- * it, so notifications arriving together cannot overrun `concurrency` (the seed checked its count
- * and then awaited, so concurrent wake-ups each claimed a full batch). A wake-up that arrives while
- * a claim is in flight is remembered and answered with another claim once it returns.
+ * (`AttemptEndingWriter`), and of the instance's shutdown (`ShutdownDrain`). Its claim loop is
+ * woken for the reasons of `WakeReason`, through `wake` alone, and moves through the states of
+ * `ClaimLoopState`; `claimWhileDue` is the one place that decides to claim, and how many.
  *
  * A claim that comes back full means more may be waiting: `backlog` is then set, and each attempt
  * that ends claims again, so a busy instance stays busy without waiting for notifications. So does
@@ -57,14 +98,28 @@ const SKIP_EXPLANATIONS: Record<SkipReason, string> = {
 @Injectable()
 export class JobRunner {
   private readonly logger = new Logger('JobsRunner');
-  private readonly running = new RunningAttempts();
-  /** Tasks that have not settled, aborted ones included: what `concurrency` bounds. */
-  private executing = 0;
+  private state: ClaimLoopState = 'off';
+  /** The round in flight (`claiming`, or `stopping` until it finishes). */
+  private claimInFlight?: Promise<void>;
+  /** A wake-up arrived since the round in flight last looked: it looks again. */
+  private wakeRequested = false;
+  /**
+   * The last claim left due jobs behind (it came back full, or a queue's limits held it back): a
+   * slot that frees wakes the loop.
+   */
+  private backlog = false;
   /**
    * A claim failed: it may have committed and lost its reply, leaving jobs `active` under this
    * live instance that nothing here runs. Set until the next claim round has given them back.
    */
   private claimMayHaveOrphaned = false;
+  /** The wake-up of a rate-limited queue whose window moves on, and when it is due. */
+  private rateWake?: { timer: NodeJS.Timeout; at: number };
+  private readonly running = new RunningAttempts();
+  /** Tasks that have not settled, aborted ones included: what `concurrency` bounds. */
+  private executing = 0;
+  /** The drain the first `stop()` started, which every later one returns. */
+  private stopped?: Promise<void>;
   private readonly sql: RunnerSql;
   private readonly poll: Tick;
   private readonly cancelPoll: Tick;
@@ -73,14 +128,6 @@ export class JobRunner {
   private readonly progress: AttemptProgress;
   private readonly shutdown: ShutdownDrain;
   private readonly claims: QueueClaims;
-  /** The wake-up of a rate-limited queue whose window moves on, and when it is due. */
-  private rateWake?: { timer: NodeJS.Timeout; at: number };
-  private claimInFlight?: Promise<void>;
-  private claimScheduled = false;
-  private wakeRequested = false;
-  private backlog = false;
-  private started = false;
-  private stopping?: Promise<void>;
 
   constructor(
     @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
@@ -91,11 +138,11 @@ export class JobRunner {
     @Inject(JobEventEmitter) private readonly events: JobEventEmitter,
     @Inject(JobsTelemetry) private readonly telemetry: JobsTelemetry,
     @Inject(QueueStateService) queueState: QueueStateService,
+    @Inject(NotificationListener) listener: NotificationListener,
   ) {
     this.sql = runnerSql(db.schema);
     this.claims = new QueueClaims(options, db, this.sql, registry, queueState);
-    // A resumed queue may have jobs due, and no notification says so.
-    queueState.onChange(() => this.wake());
+    queueState.onChange(() => this.wake('queuesChanged'));
     const channel = channelFor(db.schema);
     this.progress = new AttemptProgress(options, db, this.sql, channel, events, this.logger);
     this.tasks = new TaskExecutor(
@@ -119,7 +166,7 @@ export class JobRunner {
     this.poll = new Tick(
       'Polling for due jobs',
       options.pollingCheck * 1000,
-      () => this.wake(),
+      () => this.wake('poll'),
       this.logger,
     );
     // A tick of its own: the poll's wake-ups must not wait on this query's round trip.
@@ -129,6 +176,13 @@ export class JobRunner {
       () => this.abortCancelled(),
       this.logger,
     );
+    listener.on('newJob', () => this.wake('newJob'));
+    listener.on('cancelJob', ({ id, claim }) => this.cancel(id, claim));
+    listener.on('progress', (notification) => this.progress.heard(notification));
+    listener.onConnected(() => {
+      this.wake('listening');
+      void this.abortCancelled().catch(() => undefined);
+    });
   }
 
   /** How many tasks this instance is running now. */
@@ -137,50 +191,45 @@ export class JobRunner {
   }
 
   start(): void {
-    if (this.started || !this.options.runJobs) return;
+    if (this.state !== 'off' || !this.options.runJobs) return;
     if (this.registry.names.length === 0) {
       this.logger.log('No @JobTask() handlers on this instance: it enqueues but runs no jobs.');
       return;
     }
-    this.started = true;
+    this.state = 'idle';
     this.poll.start();
     this.cancelPoll.start();
-    this.wake();
+    this.wake('started');
   }
 
-  /**
-   * Asks for a claim: on a notification, a poll, or when capacity frees up with a backlog. The
-   * claim starts on the next turn of the event loop, once every attempt that ended in this one
-   * has given back its slot, so that one claim takes them all. A new job's notification (`'now'`)
-   * frees no slot, so its claim starts in a microtask instead: a job's start does not wait for the
-   * rest of the loop's turn, and the notifications of one read from the socket, dispatched before
-   * it runs, still share one claim.
-   */
-  wake(when: 'nextTurn' | 'now' = 'nextTurn'): void {
-    if (!this.started || this.stopping) return;
-    // A claim in flight sees this when it returns, and claims again.
+  /** The claim loop's one entry: asks for a claim, for `reason` (see `WakeReason`). */
+  wake(reason: WakeReason): void {
+    if (this.state === 'off' || this.state === 'stopping') return;
+    // Freed capacity is worth a claim only when the last claim left due jobs behind.
+    if ((reason === 'slotFreed' || reason === 'attemptDone') && !this.backlog) return;
+    // A round in flight sees this before it ends, and claims again.
     this.wakeRequested = true;
-    if (this.claimInFlight || this.claimScheduled) return;
-    this.claimScheduled = true;
-    if (when === 'now') queueMicrotask(this.startScheduledClaim);
+    if (this.state === 'idle') this.schedule(reason === 'newJob' ? 'microtask' : 'nextTurn');
+  }
+
+  private schedule(when: 'microtask' | 'nextTurn'): void {
+    this.state = 'scheduled';
+    if (when === 'microtask') queueMicrotask(this.startScheduledClaim);
     else setImmediate(this.startScheduledClaim);
   }
 
-  /** The claim a wake-up scheduled, unless one started meanwhile. */
+  /** The claim a wake-up scheduled, unless the runner is stopping. */
   private readonly startScheduledClaim = () => {
-    this.claimScheduled = false;
-    if (this.stopping || this.claimInFlight) return;
-    this.claimInFlight = this.claimWhileCapacity().finally(() => {
+    if (this.state !== 'scheduled') return;
+    this.state = 'claiming';
+    this.claimInFlight = this.claimWhileDue().finally(() => {
       this.claimInFlight = undefined;
-      // Asked for between the claim's last look and now.
-      if (this.wakeRequested) this.wake();
+      if (this.state !== 'claiming') return;
+      this.state = 'idle';
+      // Asked for between the round's last look and now.
+      if (this.wakeRequested) this.schedule('nextTurn');
     });
   };
-
-  /** Another instance told of an attempt's progress: this one's listeners hear it too. */
-  progressHeard(notification: ProgressNotification): void {
-    this.progress.heard(notification);
-  }
 
   /**
    * Aborts the attempt of claim `claim` of job `id` if it runs here, with a `JobCancelledError`: a cancel has
@@ -200,16 +249,13 @@ export class JobRunner {
    * Aborts the attempts running here that a cancel ended while its notification did not arrive
    * (LISTEN was down): every `pollingCheck`, and after every LISTEN (re)connection.
    */
-  async abortCancelled(): Promise<void> {
+  private async abortCancelled(): Promise<void> {
     const running = [...this.running.values()].filter((attempt) => !attempt.ended);
     if (running.length === 0) return;
+    const { cancelledAttempts } = this.sql;
     const cancelled = await this.db.query<{ id: string; claim: string }>(
-      this.sql.cancelledAttempts,
-      [
-        running.map((attempt) => attempt.job.id),
-        running.map((attempt) => attempt.job.attempt),
-        running.map((attempt) => attempt.job.claim),
-      ],
+      cancelledAttempts,
+      cancelledAttempts.values({ running }),
     );
     for (const { id, claim } of cancelled) this.cancel(id, claim);
   }
@@ -219,11 +265,12 @@ export class JobRunner {
    * back to the queue with their attempt unconsumed and aborts their signals. Idempotent.
    */
   stop(): Promise<void> {
-    this.stopping ??= this.drain();
-    return this.stopping;
+    this.stopped ??= this.drain();
+    return this.stopped;
   }
 
   private async drain(): Promise<void> {
+    this.state = 'stopping';
     await this.poll.stop();
     try {
       clearTimeout(this.rateWake?.timer);
@@ -236,19 +283,19 @@ export class JobRunner {
     }
   }
 
-  private async claimWhileCapacity(): Promise<void> {
+  /**
+   * The one place that decides to claim, and how many: while this instance has free capacity and
+   * more may be due (a wake-up arrived since the last look, or the last claim came back full), it
+   * claims; with none free, it notes a backlog, and the next slot that frees wakes the loop.
+   */
+  private async claimWhileDue(): Promise<void> {
     // Claimed as many as it could: more may be due now, so the loop claims again at once (a queue
     // held back by its limits waits for an attempt to end instead).
     let full: boolean;
     try {
       do {
         this.wakeRequested = false;
-        const { concurrency } = this.options;
-        const endingsBound = 2 * concurrency;
-        const free = Math.min(
-          concurrency - this.executing,
-          concurrency + endingsBound - this.running.size,
-        );
+        const free = this.freeCapacity();
         if (free <= 0) {
           this.backlog = true;
           return;
@@ -263,7 +310,7 @@ export class JobRunner {
         full = round.full;
         this.backlog = round.full || round.heldBack;
         if (round.rateWakeMs !== undefined) this.wakeIn(round.rateWakeMs);
-      } while ((this.wakeRequested || full) && !this.stopping);
+      } while ((this.wakeRequested || full) && this.state === 'claiming');
     } catch (err) {
       // Usually nothing was claimed: the statement rolled back and the jobs are still queued. But
       // a reply lost after the commit leaves claimed jobs active here; the next round (the poll's,
@@ -274,6 +321,16 @@ export class JobRunner {
     }
   }
 
+  /**
+   * How many jobs this instance may claim now: its free slots of `concurrency`, and no more than
+   * keeps the attempts whose ending is still to be written within their bound (see the class).
+   */
+  private freeCapacity(): number {
+    const { concurrency } = this.options;
+    const endingsBound = 2 * concurrency;
+    return Math.min(concurrency - this.executing, concurrency + endingsBound - this.running.size);
+  }
+
   /** Claims again in `ms`, unless a wake-up is already due sooner. */
   private wakeIn(ms: number): void {
     const at = Date.now() + ms;
@@ -281,7 +338,7 @@ export class JobRunner {
     clearTimeout(this.rateWake?.timer);
     const timer = setTimeout(() => {
       this.rateWake = undefined;
-      this.wake();
+      this.wake('rateWindow');
     }, ms);
     this.rateWake = { timer, at };
   }
@@ -291,14 +348,16 @@ export class JobRunner {
    * inside the claim loop: claims are single-flight, so no claimed job is on its way to `launch`.
    */
   private async requeueOrphans(): Promise<void> {
-    const running = [...this.running.values()].map((attempt) => attempt.job);
-    const requeued = await this.db.query(this.sql.requeueOrphans, [
-      this.options.instanceId,
-      running.map((job) => job.id),
-      running.map((job) => job.attempt),
-      `A claim by instance ${this.options.instanceId} committed but its reply was lost; the job was requeued.`,
-      running.map((job) => job.claim),
-    ]);
+    const { requeueOrphans } = this.sql;
+    const { instanceId } = this.options;
+    const requeued = await this.db.query(
+      requeueOrphans,
+      requeueOrphans.values({
+        executedBy: instanceId,
+        running: [...this.running.values()],
+        reason: `A claim by instance ${instanceId} committed but its reply was lost; the job was requeued.`,
+      }),
+    );
     this.claimMayHaveOrphaned = false;
     if (requeued.length > 0) {
       this.logger.warn(`Requeued ${requeued.length} job(s) whose claim lost its reply.`);
@@ -323,7 +382,7 @@ export class JobRunner {
     this.events.started(job);
     void this.execute(attempt).finally(() => {
       this.running.delete(attempt);
-      if (this.backlog) this.wake();
+      this.wake('attemptDone');
     });
   }
 
@@ -331,7 +390,7 @@ export class JobRunner {
   private freeSlot(job: ClaimedJob): void {
     this.executing--;
     this.claims.settled(job.queue);
-    if (this.backlog) this.wake();
+    this.wake('slotFreed');
   }
 
   private async execute(attempt: RunningAttempt): Promise<void> {

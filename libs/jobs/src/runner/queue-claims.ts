@@ -119,29 +119,29 @@ export class QueueClaims {
     rateFreesIn?: number | null;
   }> {
     const limits = set.limits;
+    const executedBy = this.options.instanceId;
     if (!limits || !hasClusterLimit(limits)) {
-      const jobs = await this.db.query<ClaimRow>(this.sql.claim, [
-        asked,
-        this.options.instanceId,
-        set.tasks,
-        set.queues,
-      ]);
+      const { claim } = this.sql;
+      const jobs = await this.db.query<ClaimRow>(
+        claim,
+        claim.values({ limit: asked, executedBy, tasks: set.tasks, queues: set.queues }),
+      );
       return { jobs };
     }
-    const grouped = limits.groupConcurrency !== undefined;
+    const { groupConcurrency } = limits;
+    const claim =
+      groupConcurrency === undefined ? this.sql.claimLimited : this.sql.claimLimitedByGroup;
     const rows = await this.db.query<LimitedClaimRow>(
-      grouped ? this.sql.claimLimitedByGroup : this.sql.claimLimited,
-      [
-        asked,
-        this.options.instanceId,
-        set.tasks,
-        limits.name,
-        this.db.schema.name,
-        limits.globalConcurrency ?? null,
-        limits.rateLimit?.limit ?? null,
-        limits.rateLimit?.periodSeconds ?? null,
-        ...(grouped ? [limits.groupConcurrency] : []),
-      ],
+      claim,
+      claim.values({
+        limit: asked,
+        executedBy,
+        tasks: set.tasks,
+        queue: limits.name,
+        globalConcurrency: limits.globalConcurrency,
+        rateLimit: limits.rateLimit,
+        groupConcurrency,
+      }),
     );
     const [meta] = rows;
     return {

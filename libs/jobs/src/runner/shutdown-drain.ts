@@ -46,12 +46,13 @@ export class ShutdownDrain {
       const { value: requeued } = await retryWhileUnreachable(
         `the release of ${unfinished.length} unfinished job(s)`,
         () =>
-          this.db.query(this.sql.release, [
-            unfinished.map((attempt) => attempt.job.id),
-            unfinished.map((attempt) => attempt.job.attempt),
-            `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
-            unfinished.map((attempt) => attempt.job.claim),
-          ]),
+          this.db.query(
+            this.sql.release,
+            this.sql.release.values({
+              attempts: unfinished,
+              reason: `Instance ${this.options.instanceId} shut down before the attempt finished; the job was requeued.`,
+            }),
+          ),
         () => Date.now() > releaseDeadline,
         this.logger,
       );

@@ -1,6 +1,6 @@
 import type { EntityManager, QueryRunner } from 'typeorm';
 import type { JobsDatabase } from '../database/jobs-database.js';
-import type { PreparedStatement } from '../database/prepared-statement.js';
+import type { StatementText } from '../database/sql-statement.js';
 
 /**
  * The transaction of one attempt of a `transactional` task: its `EntityManager` is the task's
@@ -31,7 +31,7 @@ export class TaskTransaction {
   }
 
   /** Runs one statement in the transaction and returns its rows. */
-  query<Row>(statement: PreparedStatement, values: readonly unknown[]): Promise<Row[]> {
+  query<Row>(statement: StatementText, values: readonly unknown[]): Promise<Row[]> {
     return this.db.queryIn<Row>(this.runner.manager, statement, values);
   }
 

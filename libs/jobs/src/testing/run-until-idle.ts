@@ -51,7 +51,7 @@ export async function runUntilIdle(
     const rows = await db.query<{ task: string; state: string; count: number }>(busy);
     if (rows.length === 0) return;
     if (Date.now() >= deadline) throw new JobsNotIdleError(timeout, rows);
-    if (rows.some((row) => row.state === 'pending')) runner.wake();
+    if (rows.some((row) => row.state === 'pending')) runner.wake('asked');
     await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())));
   }
 }
