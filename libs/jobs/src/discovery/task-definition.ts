@@ -36,20 +36,17 @@ export type TaskDefinitionOptions<
   readonly resultSchema?: ResultSchema;
 };
 
-type SchemaInput<Schema> = [Schema] extends [StandardSchemaV1]
-  ? StandardSchemaV1.InferInput<Schema>
-  : unknown;
-type SchemaOutput<Schema> = [Schema] extends [StandardSchemaV1]
-  ? StandardSchemaV1.InferOutput<Schema>
-  : unknown;
-
 /**
  * The payload `addJob` takes for a defined task: its `payloadSchema`'s input (`unknown` without one).
  *
  * @publicApi
  */
 export type TaskPayloadInput<Definition extends TaskDefinition> =
-  Definition extends TaskDefinition<infer Schema, any> ? SchemaInput<Schema> : unknown;
+  Definition extends TaskDefinition<infer Schema, any>
+    ? [Schema] extends [StandardSchemaV1]
+      ? StandardSchemaV1.InferInput<Schema>
+      : unknown
+    : unknown;
 
 /**
  * The payload a defined task's handler gets: its `payloadSchema`'s output (defaults applied,
@@ -59,7 +56,11 @@ export type TaskPayloadInput<Definition extends TaskDefinition> =
  * @publicApi
  */
 export type TaskPayload<Definition extends TaskDefinition> =
-  Definition extends TaskDefinition<infer Schema, any> ? SchemaOutput<Schema> : unknown;
+  Definition extends TaskDefinition<infer Schema, any>
+    ? [Schema] extends [StandardSchemaV1]
+      ? StandardSchemaV1.InferOutput<Schema>
+      : unknown
+    : unknown;
 
 /**
  * What a defined task's handler returns: its `resultSchema`'s input (`unknown` without one).
@@ -67,7 +68,11 @@ export type TaskPayload<Definition extends TaskDefinition> =
  * @publicApi
  */
 export type TaskResultInput<Definition extends TaskDefinition> =
-  Definition extends TaskDefinition<any, infer Schema> ? SchemaInput<Schema> : unknown;
+  Definition extends TaskDefinition<any, infer Schema>
+    ? [Schema] extends [StandardSchemaV1]
+      ? StandardSchemaV1.InferInput<Schema>
+      : unknown
+    : unknown;
 
 /**
  * A defined task's result, as stored, read by `getJob` and resolved by `addJob`'s `promise` and
@@ -76,7 +81,11 @@ export type TaskResultInput<Definition extends TaskDefinition> =
  * @publicApi
  */
 export type TaskResult<Definition extends TaskDefinition> =
-  Definition extends TaskDefinition<any, infer Schema> ? SchemaOutput<Schema> : unknown;
+  Definition extends TaskDefinition<any, infer Schema>
+    ? [Schema] extends [StandardSchemaV1]
+      ? StandardSchemaV1.InferOutput<Schema>
+      : unknown
+    : unknown;
 
 /**
  * `Task`'s result when it is a task definition (`TaskResult`), else `Task` itself: the type
@@ -126,11 +135,20 @@ export function isTaskDefinition(value: unknown): value is TaskDefinition {
   );
 }
 
-/** The payload a handler of `Payload` gets: a definition's `payloadSchema` output, or `Payload`. */
+/**
+ * The payload a `JobTaskHandler<Payload>` gets: a definition's `payloadSchema` output, or `Payload`.
+ *
+ * @publicApi
+ */
 export type HandlerPayload<Payload> = Payload extends TaskDefinition
   ? TaskPayload<Payload>
   : Payload;
 
-/** What a handler of `Payload` returns: a definition's `resultSchema` input, or `Result`. */
+/**
+ * What a `JobTaskHandler<Payload, Result>` returns: a definition's `resultSchema` input, or
+ * `Result`; or a snooze.
+ *
+ * @publicApi
+ */
 export type HandlerReturn<Payload, Result> =
   (Payload extends TaskDefinition ? TaskResultInput<Payload> : Result) | JobSnooze;
