@@ -3,8 +3,15 @@ import { Injectable, Module } from '@nestjs/common';
 import type { DynamicModule, INestApplicationContext, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import pg from 'pg';
-import { JobQueueService, JobTask, JobsModule } from 'nestjs-pg-jobs';
-import type { JobContext, JobTaskHandler, JobsModuleOptions, QueueOptions } from 'nestjs-pg-jobs';
+import { defineTask, JobQueueService, JobTask, JobsModule } from 'nestjs-pg-jobs';
+import type {
+  JobContext,
+  JobTaskHandler,
+  JobsModuleOptions,
+  QueueOptions,
+  TaskPayload,
+} from 'nestjs-pg-jobs';
+import { z } from 'zod';
 import { trackPeakRss } from './stats.js';
 import { JOBS, drainSpanOnDatabaseClock, inBatches, spacedLatencies } from './workloads.js';
 import type { HistoryGrowthSample } from './targets.js';
@@ -28,6 +35,20 @@ function noopTask(name: string, queue?: string): Type {
 const NOOP = noopTask('noop');
 /** The same no-op task in a queue of its own, named `bench`. */
 const QUEUED_NOOP = noopTask('noop.queued', 'bench');
+/** A no-op task with a small zod payload schema (a default to apply), parsed at every run. */
+const TypedNoopDefinition = defineTask({
+  name: 'noop.typed',
+  payloadSchema: z.object({ n: z.number().default(0) }),
+});
+
+@JobTask(TypedNoopDefinition)
+@Injectable()
+class TypedNoopTask implements JobTaskHandler<typeof TypedNoopDefinition> {
+  run(_payload: TaskPayload<typeof TypedNoopDefinition>, ctx: JobContext): void {
+    startedAt.set(ctx.id, performance.now());
+  }
+}
+
 /** One no-op task in each of ten queues, `q0` to `q9`. */
 const TEN_QUEUES = Array.from({ length: 10 }, (_, i) => `q${i}`);
 const TEN_QUEUE_TASKS = TEN_QUEUES.map((queue) => noopTask(`noop.${queue}`, queue));
@@ -186,6 +207,14 @@ export function drainQueued(url: string, limits: QueueOptions) {
   return drain(url, 'noop.queued', { concurrency: 50, queues: { bench: limits } }, 1, {
     tasks: [QUEUED_NOOP],
   });
+}
+
+/**
+ * The drain of c=50 x1 of a task with a small zod `payloadSchema`: what parsing each payload at run
+ * costs (issue 27), against the plain drain. The backlog is queued unchecked, as every drain's is.
+ */
+export function drainTyped(url: string) {
+  return drain(url, 'noop.typed', { concurrency: 50 }, 1, { tasks: [TypedNoopTask] });
 }
 
 /**

@@ -19,6 +19,7 @@ import type { Sample } from './harness.js';
 import {
   drainOnFullHistory,
   drainQueued,
+  drainTyped,
   drainWorkerTasks,
   latencyTenQueues,
   library,
@@ -79,6 +80,9 @@ async function measure(side: QueueUnderTest): Promise<Sample> {
     side === library
       ? perSecond((await onFreshDatabase((url) => drainWorkerTasks(url, 10))).ms)
       : sample['drain c=10 x1'];
+  // A typed task's drain (the plain queues have no schemas: their figure is their plain drain).
+  sample['drain c=50 x1, zod payloadSchema'] =
+    side === library ? perSecond((await onFreshDatabase(drainTyped)).ms) : sample['drain c=50 x1'];
   const lat = await recordLatency(sample, server, side);
   // Named queues (the baseline has none: its figures are its plain drain and latency, as above).
   for (const [name, limits] of QUEUE_DRAINS) {

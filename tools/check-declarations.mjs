@@ -41,6 +41,15 @@ function checkDeclarations(indexFiles) {
   const exportedTargets = new Set(exported.map(target));
   const leaks = new Map();
   const followed = new Set();
+  /** A member of an exported namespace (`StandardSchemaV1.Issue`) is public through it. */
+  const inExportedNamespace = (declaration) => {
+    for (let node = declaration.parent; node; node = node.parent) {
+      if (!ts.isModuleDeclaration(node)) continue;
+      const namespace = checker.getSymbolAtLocation(node.name);
+      if (namespace && exportedTargets.has(target(namespace))) return true;
+    }
+    return false;
+  };
 
   /** Walks a declaration for the names it refers to; `user` is the public name it belongs to. */
   const walk = (node, user) => {
@@ -65,7 +74,8 @@ function checkDeclarations(indexFiles) {
       if (
         ours &&
         !exportedTargets.has(referred) &&
-        !(referred.flags & ts.SymbolFlags.TypeParameter)
+        !(referred.flags & ts.SymbolFlags.TypeParameter) &&
+        !declarations.some(inExportedNamespace)
       ) {
         if (referred.flags & ts.SymbolFlags.Type) {
           const file = relative(root, declarations[0].getSourceFile().fileName);

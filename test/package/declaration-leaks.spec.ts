@@ -75,6 +75,17 @@ it('fails on an @internal member left in the public declarations', async () => {
   );
 }, 60_000);
 
+it("counts a member of an exported namespace public, as a namespace's users name it", async () => {
+  const checking = check({
+    'index.d.ts': `${COMPLETE_INDEX}
+      export type { Schema } from './schema.js';`,
+    'schema.d.ts': `
+      export interface Schema { readonly issues: Schema.Issue[] }
+      export declare namespace Schema { interface Issue { readonly message: string } }`,
+  });
+  await expect(checking).resolves.toMatchObject({ stderr: '' });
+}, 60_000);
+
 it('passes once the index exports every type its public declarations name', async () => {
   await expect(check({})).resolves.toMatchObject({ stderr: '' });
 }, 60_000);

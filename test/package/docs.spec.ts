@@ -110,6 +110,7 @@ describe('the guide', () => {
         '@nestjs/terminus',
         '@nestjs/platform-express',
         'prom-client',
+        'zod',
       ]);
     }, 180_000);
     afterAll(() => app?.remove());

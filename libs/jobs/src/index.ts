@@ -44,9 +44,32 @@ export type {
   JobBackoff,
 } from './discovery/job-task.interfaces.js';
 
+// Typed tasks: a task defined once, with Standard Schema v1 schemas of its payload and result.
+export { defineTask } from './discovery/task-definition.js';
+export type {
+  TaskDefinition,
+  TaskDefinitionOptions,
+  TaskPayloadInput,
+  TaskPayload,
+  TaskResultInput,
+  TaskResult,
+  ResultOf,
+  HandlerPayload,
+  HandlerReturn,
+} from './discovery/task-definition.js';
+export type {
+  StandardSchemaV1,
+  StandardJSONSchemaV1,
+  StandardTypedV1,
+} from './task-schemas/standard-schema.js';
+
 // Enqueueing and reading jobs.
 export { JobQueueService } from './job-queue/job-queue.service.js';
-export type { AddJobOptions, AddedJob } from './job-queue/add-job-options.interface.js';
+export type {
+  AddJobOptions,
+  AddTaskJobOptions,
+  AddedJob,
+} from './job-queue/add-job-options.interface.js';
 export type { JobInfo, JobState } from './job-queue/job-info.interface.js';
 export type { WaitForJobOptions } from './job-queue/wait-for-job-options.interface.js';
 export type {
@@ -112,7 +135,9 @@ export {
   ResultTooLargeError,
   EndingNotRecordedError,
   InvalidContextArgumentError,
+  TaskSchemaError,
 } from './errors/jobs.errors.js';
+export type { SchemaIssue, PayloadRefusal } from './errors/jobs.errors.js';
 
 // Events of this instance's jobs.
 export { JobEventsService } from './events/job-events.service.js';
@@ -146,6 +171,7 @@ export type {
 export { JobsAdminModule } from './admin/jobs-admin.module.js';
 export { JobsAdminService } from './admin/jobs-admin.service.js';
 export type { ListedJobInfo, TaskStats } from './admin/jobs-admin.service.js';
+export type { TaskInfo } from './admin/task-list.js';
 export type { JobListQuery } from './admin/admin-input.js';
 export type { JobsAdminModuleOptions } from './admin/jobs-admin-options.interface.js';
 

@@ -179,6 +179,14 @@ document.addEventListener("click", (event) => {
   const row = event.target.closest("tr[data-job-id]");
   if (row && row.dataset.jobId && !event.target.closest("button")) showJob(row.dataset.jobId);
 });
+// The tasks an instance runs change only with a deploy: read once.
+function schemaOf(r) {
+  if (!r.payloadJsonSchema) return "none";
+  return el("details", {}, [el("summary", { text: "JSON Schema" }), el("pre", { text: JSON.stringify(r.payloadJsonSchema, null, 2) })]);
+}
+api("tasks")
+  .then((body) => fill($("task-list"), body.tasks, [(r) => r.name, (r) => r.queue, (r) => (r.worker ? "worker thread" : "in-process"), (r) => r.cron || "", schemaOf], "No tasks on this instance.", (r) => ({ "data-task": r.name })))
+  .catch((err) => say("Cannot load the tasks: " + err.message, true));
 refresh();
 setInterval(refresh, 2000);
 `;
@@ -232,6 +240,8 @@ export const DASHBOARD_HTML = `<!doctype html>
 <div class="axis"><span>60 min ago</span><span>now</span></div>
 <h2>By task <small>(completed, failed and cancelled: last 60 minutes)</small></h2>
 <table><thead><tr><th>Task</th><th>Pending</th><th>Due</th><th>Active</th><th>Completed</th><th>Failed</th><th>Cancelled</th><th>Snoozed</th><th>Oldest due</th><th></th></tr></thead><tbody id="tasks"></tbody></table>
+<h2>Tasks <small>(those this instance runs; the payload a producer sends, where its schema gives a JSON Schema)</small></h2>
+<table><thead><tr><th>Task</th><th>Queue</th><th>Runs</th><th>Cron</th><th>Payload</th></tr></thead><tbody id="task-list"></tbody></table>
 <h2>Queues <small>(limits as this instance has them configured)</small></h2>
 <table><thead><tr><th>Queue</th><th>State</th><th>Pending</th><th>Due</th><th>Active</th><th>Limits</th><th></th></tr></thead><tbody id="queues"></tbody></table>
 <h2>Failed</h2>

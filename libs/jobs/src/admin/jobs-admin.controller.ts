@@ -93,6 +93,12 @@ export function createAdminController(
       return this.admin.cancelJob(parseJobId(id));
     }
 
+    @Get('api/tasks')
+    tasks(@Query() query: Query) {
+      parseNoQuery(query);
+      return this.admin.listTasks();
+    }
+
     @Get('api/schedules')
     schedules(@Query() query: Query) {
       parseNoQuery(query);

@@ -16,6 +16,8 @@ import type { JobListQuery } from './admin-input.js';
 import { adminSql } from './admin.sql.js';
 import type { AdminSql } from './admin.sql.js';
 import { boundPreview } from './list-previews.js';
+import { listTasks } from './task-list.js';
+import type { TaskInfo } from './task-list.js';
 
 /** One task's line of `stats()`. */
 export interface TaskStats {
@@ -202,6 +204,14 @@ export class JobsAdminService implements OnModuleInit {
     minutes: number,
   ): Promise<{ minutes: { minute: Date; completed: number; failed: number }[] }> {
     return { minutes: await this.db.query(this.sql.throughput, [minutes]) };
+  }
+
+  /**
+   * The tasks this instance runs, with the JSON Schema of each one's payload where its
+   * `payloadSchema` provides one.
+   */
+  listTasks(): { tasks: TaskInfo[] } {
+    return { tasks: listTasks(this.tasks) };
   }
 
   async schedules(): Promise<{ schedules: ScheduleInfo[] }> {

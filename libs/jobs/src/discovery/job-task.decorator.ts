@@ -16,6 +16,8 @@ export const JOB_TASK_METADATA = 'nestjs-pg-jobs:task';
  * }
  * ```
  *
+ * A task definition (`defineTask`) goes here too: `@JobTask(SendEmail)`, with its schemas.
+ *
  * @publicApi
  */
 export function JobTask(nameOrOptions: string | JobTaskOptions): ClassDecorator {

@@ -1,6 +1,8 @@
 import type { EntityManager } from 'typeorm';
 import type { JobSnooze } from '../errors/jobs.errors.js';
 import type { MissedSlotPolicy, OverlapPolicy } from '../cron-schedule/cron-schedule.interface.js';
+import type { StandardSchemaV1 } from '../task-schemas/standard-schema.js';
+import type { HandlerPayload, HandlerReturn } from './task-definition.js';
 
 /**
  * What a running task knows about its job.
@@ -54,10 +56,17 @@ export interface JobContext {
  * `promise` resolves to. A thrown error (or rejected promise) fails the attempt; an
  * `UnrecoverableJobError` fails the job with no retry; `ctx.snooze()` runs it again later.
  *
+ * `Payload` is the payload's type, or a task definition (`JobTaskHandler<typeof SendEmail>`, see
+ * `defineTask`): `run` then takes its `payloadSchema`'s output and returns its `resultSchema`'s
+ * input.
+ *
  * @publicApi
  */
 export interface JobTaskHandler<Payload = unknown, Result = unknown> {
-  run(payload: Payload, ctx: JobContext): Promise<Result | JobSnooze> | Result | JobSnooze;
+  run(
+    payload: HandlerPayload<Payload>,
+    ctx: JobContext,
+  ): Promise<HandlerReturn<Payload, Result>> | HandlerReturn<Payload, Result>;
 }
 
 /**
@@ -116,6 +125,20 @@ export interface JobTaskOptions {
   cron?: string | Date;
   /** IANA time zone of `cron`. Default `'UTC'`. */
   timezone?: string;
+  /**
+   * A Standard Schema v1 object (zod 4, valibot 1, arktype 2, ...) for the task's payload. Checked
+   * at enqueue, before anything is written (`InvalidPayloadError` with the schema's issues), by an
+   * instance that runs the task or enqueues with its definition (`defineTask`); parsed again at run,
+   * in the thread that runs it: the handler gets the schema's output, and a stored payload it
+   * refuses fails the job with no retry (`TaskSchemaError`). Not `payload`, the cron jobs' payload.
+   */
+  payloadSchema?: StandardSchemaV1;
+  /**
+   * A Standard Schema v1 object for what the task returns: what it makes of the return value is
+   * the result stored and resolved; a value it refuses fails the job with no retry
+   * (`TaskSchemaError`). A snooze is not checked.
+   */
+  resultSchema?: StandardSchemaV1;
   /** Payload of the jobs `cron` plans. Default `{}`. */
   payload?: unknown;
   /**

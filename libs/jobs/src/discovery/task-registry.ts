@@ -13,6 +13,11 @@ import { validateTaskOptions } from './validate-task-options.js';
 export interface RegisteredTask {
   readonly options: JobTaskOptions;
   readonly handler?: JobTaskHandler;
+  /**
+   * A worker task's payload JSON Schema, as its pool thread reported it (its `payloadSchema` stays
+   * in the thread).
+   */
+  readonly payloadJsonSchema?: Record<string, unknown>;
 }
 
 /**
@@ -26,7 +31,9 @@ export const JOB_TASK_SOURCE_METADATA = 'nestjs-pg-jobs:task-source';
  * are discovered, so its tasks are known, with their schedules, whichever module initialises first.
  */
 export interface JobTaskSource {
-  jobTasks(): readonly (Required<RegisteredTask> & { readonly className: string })[];
+  jobTasks(): readonly (Required<Pick<RegisteredTask, 'options' | 'handler'>> & {
+    readonly className: string;
+  })[];
 }
 
 /**
@@ -70,9 +77,14 @@ export class TaskRegistry {
    * Adds the worker tasks a pool thread reported from `workerModule`: the main thread claims and
    * enqueues them by name, and the pool runs them.
    */
-  addWorkerTasks(reported: readonly JobTaskOptions[], source: string): void {
+  addWorkerTasks(
+    reported: readonly (JobTaskOptions & {
+      readonly payloadJsonSchema?: Record<string, unknown>;
+    })[],
+    source: string,
+  ): void {
     const className = `${source} (worker)`;
-    for (const reportedOptions of reported) {
+    for (const { payloadJsonSchema, ...reportedOptions } of reported) {
       const options = validateTaskOptions(reportedOptions, className);
       const name = options.name;
       const existing = this.tasks.get(name);
@@ -82,7 +94,7 @@ export class TaskRegistry {
             'Give each a name of its own.',
         );
       }
-      this.tasks.set(name, { options: { ...options, worker: true }, className });
+      this.tasks.set(name, { options: { ...options, worker: true }, className, payloadJsonSchema });
     }
     this.namesCache = [...this.tasks.keys()].sort();
   }

@@ -2,6 +2,7 @@ import { assertOptionsObject } from '../common/assert-options-object.js';
 import { InvalidJobTaskOptionError } from '../errors/jobs.errors.js';
 import { NAME_PATTERN, NAME_RULE } from '../common/names.js';
 import { optionChecks } from '../common/option-checks.js';
+import { isStandardSchema } from '../task-schemas/task-schemas.js';
 import type { JobTaskOptions } from './job-task.interfaces.js';
 
 const KNOWN_OPTIONS = new Set<string>([
@@ -18,6 +19,9 @@ const KNOWN_OPTIONS = new Set<string>([
   'overlap',
   'backoff',
   'transactional',
+  'payloadSchema',
+  'resultSchema',
+  '~taskDefinition',
 ]);
 
 /** Options that only mean something on a task with a `cron` schedule. */
@@ -63,6 +67,15 @@ export function validateTaskOptions(options: unknown, handler: string): JobTaskO
       true,
       'cannot be combined with "worker: true": a transaction is a connection of the main thread',
     );
+  }
+  for (const option of ['payloadSchema', 'resultSchema'] as const) {
+    if (options[option] !== undefined && !isStandardSchema(options[option])) {
+      throw fail(
+        option,
+        options[option],
+        'must be a Standard Schema v1 object (zod 4, valibot 1, ...)',
+      );
+    }
   }
   if (options.cron === undefined) {
     for (const option of CRON_ONLY_OPTIONS) {

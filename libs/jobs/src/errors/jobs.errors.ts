@@ -51,15 +51,64 @@ export class UnknownTaskError extends JobsError {
   }
 }
 
-/** The payload cannot cross a JSON column unchanged. Nothing was inserted. */
+/**
+ * One problem a schema found in a value: the shape of a Standard Schema issue (`message`, and the
+ * `path` of keys, or of `{ key }` segments, to the value it is about). A schema library's own
+ * issues carry more fields (a code, the expected type), kept as it reported them.
+ *
+ * @publicApi
+ */
+export interface SchemaIssue {
+  readonly message: string;
+  readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined;
+}
+
+/**
+ * Why `addJob` refused a payload: its task's `payloadSchema` found these issues (see
+ * `InvalidPayloadError`).
+ */
+export interface PayloadRefusal {
+  readonly task: string;
+  readonly issues: readonly SchemaIssue[];
+  /** `addJobs`: the index of the refused job in the batch. */
+  readonly index?: number;
+}
+
+/**
+ * The payload cannot cross a JSON column unchanged, or its task's `payloadSchema` refused it (the
+ * schema's `issues`; in `addJobs`, the `index` of the refused job). Nothing was inserted.
+ */
 export class InvalidPayloadError extends JobsError {
-  constructor(
-    readonly path: string,
-    reason: string,
-  ) {
+  /** Where the (first) problem is: `$` is the payload itself, `$.to` its field `to`. */
+  readonly path: string;
+  /**
+   * What is wrong: the issues of the task's `payloadSchema`, as the schema reported them; for a
+   * payload that is not JSON, one issue, the value that would not survive (at `path`).
+   */
+  readonly issues: readonly SchemaIssue[];
+  /** In `addJobs`: the index of the refused job in the batch (the whole batch was refused). */
+  readonly index?: number;
+
+  constructor(path: string, reason: string);
+  constructor(refusal: PayloadRefusal);
+  constructor(pathOrRefusal: string | PayloadRefusal, reason?: string) {
+    if (typeof pathOrRefusal === 'string') {
+      super(
+        `Job payload is not JSON-serialisable: ${pathOrRefusal} ${reason}. Pass plain data (objects, arrays, strings, finite numbers, booleans, null).`,
+      );
+      this.path = pathOrRefusal;
+      this.issues = [{ message: `${reason}` }];
+      return;
+    }
+    const { task, issues, index } = pathOrRefusal;
+    const job = index === undefined ? 'Job payload' : `The payload of job ${index} of the batch`;
     super(
-      `Job payload is not JSON-serialisable: ${path} ${reason}. Pass plain data (objects, arrays, strings, finite numbers, booleans, null).`,
+      `${job} does not match the payloadSchema of task "${task}": ${describeIssues(issues)}. ` +
+        'Nothing was inserted.',
     );
+    this.path = issuePath(issues[0]);
+    this.issues = issues;
+    if (index !== undefined) this.index = index;
   }
 }
 
@@ -458,6 +507,31 @@ export class IrreversibleMigrationError extends JobsError {
 export class UnrecoverableJobError extends JobsError {}
 
 /**
+ * At run, a job's payload as stored no longer passes its task's `payloadSchema` (it was enqueued by
+ * an older deploy, or without the check), or what the task returned does not pass its
+ * `resultSchema`. The attempt fails with this, and the job is not retried: no retry changes the
+ * data. Its message names each issue's path and message; `issues` are the schema's own.
+ *
+ * @publicApi
+ */
+export class TaskSchemaError extends UnrecoverableJobError {
+  constructor(
+    readonly task: string,
+    /** What the schema refused: the stored payload, or the task's return value. */
+    readonly subject: 'payload' | 'result',
+    readonly issues: readonly SchemaIssue[],
+  ) {
+    super(
+      subject === 'payload'
+        ? `The payload of this job does not match the payloadSchema of task "${task}": ${describeIssues(issues)}. ` +
+            'The job is not retried; enqueue it again with a payload that matches.'
+        : `Task "${task}" returned a result that does not match its resultSchema: ${describeIssues(issues)}. ` +
+            'The job is not retried.',
+    );
+  }
+}
+
+/**
  * What `ctx.snooze(seconds)` returns: a task returns it (or throws it) to run again after `seconds`,
  * without consuming an attempt and without a failure. Made only by `ctx.snooze`.
  *
@@ -527,6 +601,23 @@ export class InvalidContextArgumentError extends JobsError {
   ) {
     super(`ctx.${method}() ${expectation}; got ${describe(value)}.`);
   }
+}
+
+/** The issues as `$.to: Invalid email; $.items[2]: Expected number`, at most ten of them. */
+function describeIssues(issues: readonly SchemaIssue[]): string {
+  const shown = issues.slice(0, 10).map((issue) => `${issuePath(issue)}: ${issue.message}`);
+  if (issues.length > shown.length) shown.push(`and ${issues.length - shown.length} more`);
+  return shown.join('; ');
+}
+
+/** An issue's path as the JSON checks write theirs: `$` the value itself, `$.a[2].b` within it. */
+function issuePath(issue: SchemaIssue | undefined): string {
+  let path = '$';
+  for (const segment of issue?.path ?? []) {
+    const key = typeof segment === 'object' && segment !== null ? segment.key : segment;
+    path += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
+  }
+  return path;
 }
 
 function describeDeath(exitCode: number | undefined, crash: Error | undefined): string {

@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import type { TaskDefinition, TaskPayloadInput } from '../discovery/task-definition.js';
 
 /**
  * What to enqueue. The seed's fields keep their meaning; `priority`, `uniqueKey`, `groupKey` and
@@ -8,7 +9,10 @@ import type { EntityManager } from 'typeorm';
  * @publicApi
  */
 export interface AddJobOptions<Payload = unknown> {
-  /** The task name to execute: a `@JobTask()` name. */
+  /**
+   * The task name to execute: a `@JobTask()` name. A task definition (`defineTask`) goes here too
+   * (see `AddTaskJobOptions`).
+   */
   task: string;
   /** JSON data handed to the task. Default `{}`. */
   payload?: Payload;
@@ -46,6 +50,21 @@ export interface AddJobOptions<Payload = unknown> {
    */
   manager?: EntityManager;
 }
+
+/**
+ * `addJob`'s options for a task given by its definition (`defineTask`): `payload` is typed as the
+ * input of its `payloadSchema`, and may be left out only where that input accepts `{}` (what is
+ * stored then). The definition makes the task known to the instance (no `allowUnknownTasks`), and
+ * its `maxRetries` and `queue` apply where no handler here says otherwise.
+ *
+ * @publicApi
+ */
+export type AddTaskJobOptions<Definition extends TaskDefinition> = Omit<
+  AddJobOptions,
+  'task' | 'payload'
+> & { task: Definition } & (Record<never, never> extends TaskPayloadInput<Definition>
+    ? { payload?: TaskPayloadInput<Definition> }
+    : { payload: TaskPayloadInput<Definition> });
 
 /**
  * What `addJob` returns; `Result` is what the job's task returns, which its `promise` resolves to.

@@ -2,11 +2,11 @@ export type { JobState } from '../common/job-states.js';
 import type { JobState } from '../common/job-states.js';
 
 /**
- * A job as `getJob` reports it.
+ * A job as `getJob` reports it; `Result` types its `result`.
  *
  * @publicApi
  */
-export interface JobInfo {
+export interface JobInfo<Result = unknown> {
   id: string;
   task: string;
   state: JobState;
@@ -25,7 +25,7 @@ export interface JobInfo {
   /** The instance that ran (or runs) the last attempt. */
   executedBy: string | null;
   /** What the task returned, for a completed job; `null` otherwise, or when it returned nothing. */
-  result: unknown;
+  result: Result | null;
   /**
    * The last progress an attempt of the job reported (`ctx.reportProgress`): a number from 0 to 100
    * or the object the task gave; `null` when none has. A later attempt starts from the last one's

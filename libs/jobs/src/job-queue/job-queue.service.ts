@@ -7,7 +7,9 @@ import { TaskRegistry } from '../discovery/task-registry.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
-import type { AddJobOptions, AddedJob } from './add-job-options.interface.js';
+import type { ResultOf, TaskDefinition, TaskResult } from '../discovery/task-definition.js';
+import type { AddJobOptions, AddTaskJobOptions, AddedJob } from './add-job-options.interface.js';
+import { checkPayloads } from './check-payloads.js';
 import { BulkOperations } from './bulk-operations.js';
 import type { ChangedJob } from './bulk-operations.js';
 import { CompletionWaiters } from './completion-waiters.js';
@@ -64,6 +66,7 @@ export class JobQueueService {
     this.defaults = {
       taskMaxRetries: (task) => registry.get(task)?.options.maxRetries,
       taskQueue: (task) => registry.queueForNewJob(task),
+      taskPayloadSchema: (task) => registry.get(task)?.options.payloadSchema,
       isKnownTask: (task) => registry.get(task) !== undefined,
       knownTasks: () => registry.names,
       allowUnknownTasks: options.allowUnknownTasks,
@@ -74,19 +77,35 @@ export class JobQueueService {
   /**
    * Adds one job. Throws a `JobsError` subclass on bad input; nothing is inserted then. `Result`
    * types what the job's `promise` resolves to: the return type of its task's `run`.
+   *
+   * With a task definition as `task` (`defineTask`), the payload is typed as its `payloadSchema`'s
+   * input and checked against it before anything is written (`InvalidPayloadError` with the
+   * schema's issues), and the `promise` resolves with its `resultSchema`'s output. A task name whose
+   * handler on this instance has a `payloadSchema` is checked the same way.
    */
-  async addJob<Result = unknown, Payload = unknown>(
+  addJob<Definition extends TaskDefinition>(
+    options: AddTaskJobOptions<Definition> & { promise: true },
+  ): Promise<AddedJob<TaskResult<Definition>> & { promise: Promise<TaskResult<Definition>> }>;
+  addJob<Definition extends TaskDefinition>(
+    options: AddTaskJobOptions<Definition>,
+  ): Promise<AddedJob<TaskResult<Definition>>>;
+  addJob<Result = unknown, Payload = unknown>(
     options: AddJobOptions<Payload>,
-  ): Promise<AddedJob<Result>> {
-    const [added] = await this.insert([options], options?.manager, options?.notify ?? true);
-    return added as AddedJob<Result>;
+  ): Promise<AddedJob<Result>>;
+  async addJob(options: AddJobOptions | AddTaskJobOptions<TaskDefinition>): Promise<AddedJob> {
+    const [added] = await this.insert([options], options?.manager, options?.notify ?? true, false);
+    return added;
   }
 
   /**
    * Adds a batch in one statement (and at most one notification). Every job is validated first:
-   * one bad job throws and none is inserted. `manager` and `notify` are taken from the first job.
+   * one bad job throws and none is inserted (an `InvalidPayloadError` names its `index`).
+   * `manager` and `notify` are taken from the first job. A job's `task` may be a task definition,
+   * as in `addJob`.
    */
-  async addJobs(jobs: readonly AddJobOptions[]): Promise<AddedJob[]> {
+  async addJobs<Definition extends TaskDefinition = never>(
+    jobs: readonly (AddJobOptions | AddTaskJobOptions<Definition>)[],
+  ): Promise<AddedJob[]> {
     if (!Array.isArray(jobs)) throw new InvalidJobOptionsError('(jobs)', jobs, 'must be an array');
     if (jobs.length === 0) return [];
     const managers = new Set(jobs.map((job) => job?.manager));
@@ -101,13 +120,20 @@ export class JobQueueService {
       jobs,
       jobs[0]?.manager,
       jobs.some((job) => job?.notify ?? true),
+      true,
     );
   }
 
-  /** A job by id, pending or ended; `null` if there is none. */
-  async getJob(id: string): Promise<JobInfo | null> {
+  /**
+   * A job by id, pending or ended; `null` if there is none. `Task` types its `result`: a task
+   * definition (`getJob<typeof SendEmail>(id)`: its `resultSchema`'s output), or the result's type.
+   */
+  async getJob<Task = unknown>(id: string): Promise<JobInfo<ResultOf<Task>> | null> {
     assertJobId(id);
-    const [row] = await this.db.query<JobInfo>(this.sql.getJob, this.sql.getJob.values({ id }));
+    const [row] = await this.db.query<JobInfo<ResultOf<Task>>>(
+      this.sql.getJob,
+      this.sql.getJob.values({ id }),
+    );
     if (row?.state !== 'pending') return row ?? null;
     return { ...row, queue: this.registry.pendingQueueOf(row.task, row.queue) };
   }
@@ -123,13 +149,16 @@ export class JobQueueService {
    *
    * The job's end is then notified to every instance (as for a job added with `promise: true`), and
    * the poll (`pollingCheck`) is the backstop if that notification is lost.
+   *
+   * `Task` types the result: a task definition (`waitForJob<typeof SendEmail>(id)`: its
+   * `resultSchema`'s output), or the result's type.
    */
-  async waitForJob<TResult = unknown>(
+  async waitForJob<Task = unknown>(
     id: string,
     options: WaitForJobOptions = {},
-  ): Promise<TResult> {
+  ): Promise<ResultOf<Task>> {
     assertJobId(id);
-    return this.waiting.waitForJob(id, options);
+    return this.waiting.waitForJob<ResultOf<Task>>(id, options);
   }
 
   /**
@@ -217,11 +246,15 @@ export class JobQueueService {
   }
 
   private async insert(
-    options: readonly AddJobOptions[],
+    options: readonly (AddJobOptions | AddTaskJobOptions<TaskDefinition>)[],
     manager: SqlExecutor | undefined,
     notify: boolean,
+    batch: boolean,
   ): Promise<AddedJob[]> {
     const jobs = options.map((job) => validateJob(job, this.defaults));
+    // Only jobs whose task has a payloadSchema are checked; an asynchronous schema is awaited.
+    const checking = checkPayloads(options, jobs, batch);
+    if (checking) await checking;
     const waits = this.waiting.forEnqueue(jobs);
     try {
       const existing = this.telemetry.enabled

@@ -5,6 +5,7 @@ import type { JobDefaults } from './validate-job.js';
 const defaults: JobDefaults = {
   taskMaxRetries: (task) => (task === 'picky' ? 1 : undefined),
   taskQueue: (task) => (task === 'picky' ? 'picky-queue' : 'default'),
+  taskPayloadSchema: () => undefined,
   isKnownTask: (task) => task === 'known' || task === 'picky',
   knownTasks: () => ['known', 'picky'],
   allowUnknownTasks: false,

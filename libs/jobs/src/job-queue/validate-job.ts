@@ -4,7 +4,10 @@ import { serialisePayload } from '../common/json-payload.js';
 import { INT4_MAX } from '../common/option-checks.js';
 import { unstorableReason } from '../common/storable-text.js';
 import { InvalidJobOptionsError, UnknownTaskError } from '../errors/jobs.errors.js';
-import type { AddJobOptions } from './add-job-options.interface.js';
+import { isTaskDefinition } from '../discovery/task-definition.js';
+import type { TaskDefinition } from '../discovery/task-definition.js';
+import type { StandardSchemaV1 } from '../task-schemas/standard-schema.js';
+import type { AddJobOptions, AddTaskJobOptions } from './add-job-options.interface.js';
 
 /** A job that passed every check, ready for the insert. */
 export interface ValidatedJob {
@@ -20,6 +23,8 @@ export interface ValidatedJob {
   /** The queue of its task, as far as this instance knows it. */
   readonly queue: string;
   readonly groupKey: string | null;
+  /** The schema the payload is checked against before the insert (`checkPayloads`), if any. */
+  readonly payloadSchema: StandardSchemaV1 | undefined;
 }
 
 export interface JobDefaults {
@@ -27,6 +32,8 @@ export interface JobDefaults {
   taskMaxRetries(task: string): number | undefined;
   /** The queue a new job of the task is filed under (`TaskRegistry.queueForNewJob`). */
   taskQueue(task: string): string;
+  /** The `payloadSchema` of a task whose handler runs on this instance. */
+  taskPayloadSchema(task: string): StandardSchemaV1 | undefined;
   isKnownTask(task: string): boolean;
   knownTasks(): readonly string[];
   readonly allowUnknownTasks: boolean;
@@ -51,21 +58,35 @@ const KNOWN_KEYS = new Set<string>([
 ]);
 
 /** Every check of an `addJob` argument, in one place, before anything touches the database. */
-export function validateJob(options: AddJobOptions, defaults: JobDefaults): ValidatedJob {
+export function validateJob(
+  options: AddJobOptions | AddTaskJobOptions<TaskDefinition>,
+  defaults: JobDefaults,
+): ValidatedJob {
   assertOptionsObject(
     options,
     KNOWN_KEYS,
     (option, value, expectation) => new InvalidJobOptionsError(option, value, expectation),
   );
-  const { task } = options;
+  // A definition makes its task known here, with its options, even with no handler on this
+  // instance (one that only enqueues): the handler's instance runs it with the same definition.
+  const definition = isTaskDefinition(options.task) ? options.task : undefined;
+  const task = definition ? definition.name : options.task;
   if (typeof task !== 'string' || task.length === 0) {
-    throw new InvalidJobOptionsError('task', task, 'must be a non-empty string');
+    throw new InvalidJobOptionsError(
+      'task',
+      task,
+      'must be a non-empty string or a task definition (defineTask)',
+    );
   }
   assertStorable('task', task);
-  if (!defaults.allowUnknownTasks && !defaults.isKnownTask(task)) {
+  if (!definition && !defaults.allowUnknownTasks && !defaults.isKnownTask(task)) {
     throw new UnknownTaskError(task, defaults.knownTasks());
   }
-  const maxRetries = options.maxRetries ?? defaults.taskMaxRetries(task) ?? defaults.maxRetries;
+  const maxRetries =
+    options.maxRetries ??
+    defaults.taskMaxRetries(task) ??
+    definition?.maxRetries ??
+    defaults.maxRetries;
   if (!Number.isSafeInteger(maxRetries) || maxRetries < 0 || maxRetries > INT4_MAX) {
     throw new InvalidJobOptionsError('maxRetries', options.maxRetries, 'must be an integer >= 0');
   }
@@ -112,8 +133,9 @@ export function validateJob(options: AddJobOptions, defaults: JobDefaults): Vali
     isScheduled: options.isScheduled ?? false,
     uniqueKey: uniqueKey ?? null,
     awaited: options.promise ?? false,
-    queue: defaults.taskQueue(task),
+    queue: definition?.queue ?? defaults.taskQueue(task),
     groupKey: groupKey ?? null,
+    payloadSchema: definition ? definition.payloadSchema : defaults.taskPayloadSchema(task),
   };
 }
 

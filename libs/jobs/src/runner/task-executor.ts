@@ -9,6 +9,7 @@ import type { JobsDatabase } from '../database/jobs-database.js';
 import type { JobBackoff } from '../discovery/job-task.interfaces.js';
 import type { TaskRegistry } from '../discovery/task-registry.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import { runWithSchemas } from '../task-schemas/task-schemas.js';
 import type { WorkerPool } from '../worker-pool/worker-pool.js';
 import { fromThread } from '../worker-pool/worker-dispatcher.js';
 import type { WorkerJobOutcome } from '../worker-pool/worker-protocol.js';
@@ -70,7 +71,11 @@ export class TaskExecutor {
     const ctx = createJobContext(job, new AttemptSources(attempt, this.progress, transaction));
     let settled = false;
     // Through a promise, so that a task that throws synchronously rejects like one that rejects.
-    const running = Promise.resolve().then(() => handler.run(job.payload, ctx));
+    // A task with a schema has its payload parsed and its result checked, inside its timeout.
+    const running =
+      options.payloadSchema || options.resultSchema
+        ? runWithSchemas(job.task, options, job.payload, (payload) => handler.run(payload, ctx))
+        : Promise.resolve().then(() => handler.run(job.payload, ctx));
     // Registered before runWithTimeout's reaction, so it has run when that one settles; a reaction,
     // not a .finally() in the chain, which cost each attempt three more promises.
     const markSettled = () => (settled = true);

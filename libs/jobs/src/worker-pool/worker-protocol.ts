@@ -51,8 +51,17 @@ export interface WorkerBatchRequest {
   readonly control: SharedArrayBuffer;
 }
 
-/** A thread's answer to `DESCRIBE_TASKS`: the worker tasks its module provides. */
-export type WorkerTaskDescriptions = JobTaskOptions[];
+/**
+ * A thread's answer to `DESCRIBE_TASKS`: the worker tasks its module provides, without what cannot
+ * cross threads (`backoff`, the schemas), with the JSON Schema of the payload where its schema
+ * gives one (for the admin API).
+ */
+export type WorkerTaskDescriptions = (Omit<
+  JobTaskOptions,
+  'backoff' | 'payloadSchema' | 'resultSchema'
+> & {
+  readonly payloadJsonSchema?: Record<string, unknown>;
+})[];
 
 /** The fields of a task's error that cross back: its class does not (a thread's realm is its own). */
 export interface ThreadErrorFields {

@@ -21,6 +21,9 @@ import { serveThreadTasks } from './poolifier-adapter.js';
 import { ThreadBatchRunner } from './thread-batch-runner.js';
 import { SIGNAL_CANCELLED, SIGNAL_NONE, SIGNAL_SHUTDOWN, SIGNAL_TIMEOUT } from './job-control.js';
 import type { JobControl } from './job-control.js';
+import { payloadJsonSchema } from '../task-schemas/payload-json-schema.js';
+import { runWithSchemas } from '../task-schemas/task-schemas.js';
+import type { TaskSchemas } from '../task-schemas/task-schemas.js';
 import { DESCRIBE_TASKS, RUN_BATCH } from './worker-protocol.js';
 import type {
   ThreadErrorFields,
@@ -104,11 +107,14 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 async function describe(): Promise<WorkerTaskDescriptions> {
   const { registry } = await booting;
-  // A `backoff` function cannot cross threads; it stays here, where its task's failures happen.
+  // A `backoff` function and the schemas cannot cross threads; they stay here, where the task's
+  // failures happen and its payloads are parsed. The main thread gets the payload's JSON Schema.
   return registry.names.map((name) => {
-    const options = { ...registry.get(name)!.options };
+    const { payloadSchema, ...options } = registry.get(name)!.options;
     delete options.backoff;
-    return options;
+    delete options.resultSchema;
+    const jsonSchema = payloadJsonSchema(payloadSchema);
+    return jsonSchema ? { ...options, payloadJsonSchema: jsonSchema } : options;
   });
 }
 
@@ -126,7 +132,7 @@ async function runJob(request: WorkerJobRequest, control: JobControl): Promise<W
     const task = registry.get(request.task);
     if (!task?.handler)
       throw new Error(`No worker task "${request.task}" in workerModule (thread ${threadId}).`);
-    return { key, outcome: await runTask(request, control, task.handler, task.options.backoff) };
+    return { key, outcome: await runTask(request, control, task.handler, task.options) };
   } catch (err) {
     return { key, error: errorFields(err) };
   }
@@ -181,13 +187,22 @@ async function runTask(
   request: WorkerJobRequest,
   control: JobControl,
   handler: JobTaskHandler,
-  backoff: JobBackoff | undefined,
+  options: TaskSchemas & { readonly backoff?: JobBackoff },
 ): Promise<WorkerJobOutcome> {
   const sources = new ThreadJobSources(request, control);
   const ctx = createJobContext(request, sources);
+  const { backoff } = options;
   let ending: AttemptEnding;
   try {
-    ending = endingOfReturn(await handler.run(request.payload, ctx), threadData.maxResultBytes);
+    // The schemas live in this thread, with the handler: a payload is parsed (and a result checked)
+    // here. A task without one pays nothing for them.
+    const value =
+      options.payloadSchema || options.resultSchema
+        ? await runWithSchemas(request.task, options, request.payload, (payload) =>
+            handler.run(payload, ctx),
+          )
+        : await handler.run(request.payload, ctx);
+    ending = endingOfReturn(value, threadData.maxResultBytes);
   } catch (err) {
     ending = endingOfThrow(err, request, backoff, (message) => logger.warn(message));
   }
