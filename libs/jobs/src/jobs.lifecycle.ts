@@ -68,7 +68,7 @@ export class JobsLifecycle
       // Worker task names first: a static schedule may name a worker task.
       if (this.workerPool.enabled) await this.startWorkerPool();
       this.assertTaskTimeouts();
-      this.planner.prepare();
+      await this.planner.prepare();
     } catch (err) {
       // Nest runs no shutdown hook for a boot that failed: the pool (and the pool's threads, which
       // keep the process alive) would outlive the app.

@@ -42,8 +42,11 @@ export class BackgroundPlanner {
     );
   }
 
-  /** Validates the static schedules once the handlers are discovered: a bad one fails the boot. */
-  prepare(): void {
+  /**
+   * Validates the static schedules once the handlers are discovered: a bad one (a payload its
+   * task's `payloadSchema` refuses among them) fails the boot.
+   */
+  async prepare(): Promise<void> {
     const fromTasks = this.registry.names.flatMap((name) => {
       const { cron, timezone, payload, missedSlots, missedSlotGrace, overlap } =
         this.registry.get(name)!.options;
@@ -68,7 +71,7 @@ export class BackgroundPlanner {
         );
       }
       seen.add(schedule.name);
-      this.writer.check(schedule);
+      await this.writer.check(schedule);
     }
     this.staticSchedules = schedules;
   }

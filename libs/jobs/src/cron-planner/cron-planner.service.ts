@@ -90,11 +90,14 @@ export class CronPlannerService {
    * Creates or replaces a schedule (by name; the name defaults to the task). A changed schedule's
    * planned jobs that have not started are removed, and its slots are planned again at once under
    * the new definition. Throws `InvalidScheduleError` (or `InvalidCronExpressionError`,
-   * `InvalidTimeZoneError`, `InvalidPayloadError`, `UnknownTaskError`) before writing anything.
+   * `InvalidTimeZoneError`, `InvalidPayloadError`, `UnknownTaskError`) before writing anything:
+   * `InvalidPayloadError` with the schema's `issues` also for a payload that the `payloadSchema` of
+   * the task refuses, when the task runs in-process on this instance (a worker task's schemas live
+   * in its pool threads: its schedule's payload is checked at run).
    */
   async setSchedule(schedule: CronScheduleOptions): Promise<void> {
     const validated = validateSchedule(schedule, 'dynamic', this.options.missedSlotGrace);
-    this.writer.check(validated);
+    await this.writer.check(validated);
     await this.writer.write(validated);
     await this.planSlots();
   }
@@ -192,8 +195,8 @@ export class CronPlannerService {
   }
 
   /** @internal Validates the static schedules once the handlers are discovered: a bad one fails the boot. */
-  prepare(): void {
-    this.background.prepare();
+  prepare(): Promise<void> {
+    return this.background.prepare();
   }
 
   /**

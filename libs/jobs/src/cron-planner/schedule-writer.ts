@@ -1,9 +1,10 @@
 import type { Logger } from '@nestjs/common';
 import type { JobsDatabase } from '../database/jobs-database.js';
 import type { TaskRegistry } from '../discovery/task-registry.js';
-import { UnknownTaskError } from '../errors/jobs.errors.js';
+import { InvalidPayloadError, UnknownTaskError } from '../errors/jobs.errors.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { ValidatedSchedule } from '../cron-schedule/validate-schedule.js';
+import type { StandardSchemaV1 } from '../task-schemas/standard-schema.js';
 import type { CronSql } from './cron-planner.sql.js';
 
 /**
@@ -19,11 +20,16 @@ export class ScheduleWriter {
     private readonly logger: Logger,
   ) {}
 
-  /** Throws `UnknownTaskError` for a task this instance does not know (unless allowed), warns of a short grace. */
-  check(schedule: ValidatedSchedule): void {
-    if (!this.options.allowUnknownTasks && this.registry.get(schedule.task) === undefined) {
+  /**
+   * Throws `UnknownTaskError` for a task this instance does not know (unless allowed), and
+   * `InvalidPayloadError` for a payload its task's `payloadSchema` refuses; warns of a short grace.
+   */
+  async check(schedule: ValidatedSchedule): Promise<void> {
+    const task = this.registry.get(schedule.task);
+    if (!this.options.allowUnknownTasks && task === undefined) {
       throw new UnknownTaskError(schedule.task, this.registry.names);
     }
+    await this.checkPayload(schedule, task?.options.payloadSchema);
     this.warnIfGraceWithinPolling(schedule);
   }
 
@@ -55,6 +61,28 @@ export class ScheduleWriter {
       if (rows.length === 0) return false;
       await client.query(this.sql.removeUnstartedPlannedJobs, [name]);
       return true;
+    });
+  }
+
+  /**
+   * Every job of the schedule carries this payload, so a payload the schema refuses would fail each
+   * of them at run, with no retry: it is refused before it is stored. What is checked is the stored
+   * JSON, parsed, which is what each run parses again. Only a schema this thread holds can check it:
+   * an in-process task's; a worker task's schemas live in its pool threads (the main thread knows
+   * the task by name only), and a task of another instance is not known here at all, so those
+   * payloads are checked at run.
+   */
+  private async checkPayload(
+    schedule: ValidatedSchedule,
+    payloadSchema: StandardSchemaV1 | undefined,
+  ): Promise<void> {
+    if (!payloadSchema) return;
+    const checked = await payloadSchema['~standard'].validate(JSON.parse(schedule.payload));
+    if (!checked.issues) return;
+    throw new InvalidPayloadError({
+      task: schedule.task,
+      issues: checked.issues,
+      schedule: schedule.name,
     });
   }
 

@@ -64,7 +64,7 @@ export interface SchemaIssue {
 }
 
 /**
- * Why `addJob` refused a payload: its task's `payloadSchema` found these issues (see
+ * Why `addJob` or a schedule refused a payload: its task's `payloadSchema` found these issues (see
  * `InvalidPayloadError`).
  */
 export interface PayloadRefusal {
@@ -72,11 +72,14 @@ export interface PayloadRefusal {
   readonly issues: readonly SchemaIssue[];
   /** `addJobs`: the index of the refused job in the batch. */
   readonly index?: number;
+  /** A schedule's payload (`setSchedule`, a static schedule): the schedule's name. */
+  readonly schedule?: string;
 }
 
 /**
  * The payload cannot cross a JSON column unchanged, or its task's `payloadSchema` refused it (the
- * schema's `issues`; in `addJobs`, the `index` of the refused job). Nothing was inserted.
+ * schema's `issues`; in `addJobs`, the `index` of the refused job; for a schedule's payload, the
+ * `schedule`). Nothing was inserted. A static schedule's refused payload fails the app's boot.
  */
 export class InvalidPayloadError extends JobsError {
   /** Where the (first) problem is: `$` is the payload itself, `$.to` its field `to`. */
@@ -88,6 +91,8 @@ export class InvalidPayloadError extends JobsError {
   readonly issues: readonly SchemaIssue[];
   /** In `addJobs`: the index of the refused job in the batch (the whole batch was refused). */
   readonly index?: number;
+  /** A schedule's payload: the name of the schedule (`setSchedule`, or a static one at boot). */
+  readonly schedule?: string;
 
   constructor(path: string, reason: string);
   constructor(refusal: PayloadRefusal);
@@ -100,15 +105,21 @@ export class InvalidPayloadError extends JobsError {
       this.issues = [{ message: `${reason}` }];
       return;
     }
-    const { task, issues, index } = pathOrRefusal;
-    const job = index === undefined ? 'Job payload' : `The payload of job ${index} of the batch`;
+    const { task, issues, index, schedule } = pathOrRefusal;
+    const job =
+      schedule !== undefined
+        ? `The payload of schedule ${JSON.stringify(schedule)}`
+        : index === undefined
+          ? 'Job payload'
+          : `The payload of job ${index} of the batch`;
     super(
       `${job} does not match the payloadSchema of task "${task}": ${describeIssues(issues)}. ` +
-        'Nothing was inserted.',
+        (schedule === undefined ? 'Nothing was inserted.' : 'Nothing was written.'),
     );
     this.path = issuePath(issues[0]);
     this.issues = issues;
     if (index !== undefined) this.index = index;
+    if (schedule !== undefined) this.schedule = schedule;
   }
 }
 
