@@ -68,6 +68,7 @@ export class JobsLifecycle
       // Worker task names first: a static schedule may name a worker task.
       if (this.workerPool.enabled) await this.startWorkerPool();
       this.assertTaskTimeouts();
+      this.assertTransactionPeer();
       await this.planner.prepare();
     } catch (err) {
       // Nest runs no shutdown hook for a boot that failed: the pool (and the pool's threads, which
@@ -139,6 +140,16 @@ export class JobsLifecycle
         task.timeout,
         `+ ${overrun.extras} = ${overrun.longest}s must stay below the JobsModule option ` +
           `staleJobTimeout (${this.options.staleJobTimeout}s), ${OVERRUN_HAZARD}`,
+      );
+    }
+  }
+
+  /** A `transactional` task's `ctx.manager` is TypeORM's: without it, the boot fails, naming the task. */
+  private assertTransactionPeer(): void {
+    for (const { options: task, className } of this.registry.all) {
+      if (!task.transactional) continue;
+      this.db.assertTransactionsPossible(
+        `Task "${task.name}" (@JobTask({ transactional: true }) on ${className})`,
       );
     }
   }

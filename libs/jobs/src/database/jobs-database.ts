@@ -1,12 +1,16 @@
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
-import { importOptionalPeer } from '../common/optional-peer.js';
+import { assertOptionalPeerInstalled, importOptionalPeer } from '../common/optional-peer.js';
 import { DatabaseUnreachableError } from '../errors/jobs.errors.js';
 import { isConnectionError } from './connection-errors.js';
 import type { StatementText } from './sql-statement.js';
 import type { SchemaName } from './schema-name.js';
 import { inTransaction } from './transaction.js';
+
+/** Why a transactional task needs TypeORM, in `MissingPeerDependencyError`'s words. */
+const TRANSACTION_PEER_WHY =
+  'its ctx.manager is a TypeORM EntityManager, whose transaction also ends the job';
 
 /** Anything that runs parameterised SQL: the module's pool, or a caller's TypeORM `EntityManager`. */
 export interface SqlExecutor {
@@ -109,11 +113,22 @@ export class JobsDatabase {
     return this.source;
   }
 
+  /**
+   * Throws `MissingPeerDependencyError` (naming `neededBy`, a transactional task) unless
+   * `transactionSource()` can make its `DataSource`: called at boot for each `transactional` task,
+   * so that an app without TypeORM fails then, not at the task's first job. TypeORM is only found
+   * here, not loaded (see the class's note on memory). A shared `dataSource` is TypeORM's already.
+   */
+  assertTransactionsPossible(neededBy: string): void {
+    if (this.dataSource) return;
+    assertOptionalPeerInstalled('typeorm', neededBy, TRANSACTION_PEER_WHY);
+  }
+
   private async poolDataSource(): Promise<DataSource> {
     const { DataSource } = await importOptionalPeer(
       'typeorm',
       'A transactional task (@JobTask({ transactional: true }))',
-      'its ctx.manager is a TypeORM EntityManager',
+      TRANSACTION_PEER_WHY,
       () => import('typeorm'),
     );
     const pool = this.pool;
