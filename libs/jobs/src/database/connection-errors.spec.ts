@@ -1,4 +1,4 @@
-import { isConnectionError } from './connection-errors.js';
+import { isConnectionError, isNotSentError } from './connection-errors.js';
 
 describe('isConnectionError', () => {
   it.each([
@@ -42,5 +42,41 @@ describe('isConnectionError', () => {
     ['nothing', undefined],
   ])('does not retry %s', (_what, err) => {
     expect(isConnectionError(err)).toBe(false);
+  });
+});
+
+describe('isNotSentError', () => {
+  const coded = (message: string, code: string) => Object.assign(new Error(message), { code });
+
+  it.each([
+    ['a refused connection', coded('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED')],
+    ['an unknown host', coded('getaddrinfo ENOTFOUND db', 'ENOTFOUND')],
+    ['a server starting up', coded('the database system is starting up', '57P03')],
+    ['too many connections', coded('sorry, too many clients already', '53300')],
+    [
+      'a standby refusing a write',
+      coded('cannot execute INSERT in a read-only transaction', '25006'),
+    ],
+    ['a pool that could not connect in time', new Error('timeout exceeded when trying to connect')],
+    [
+      'a client that timed out connecting',
+      new Error('Connection terminated due to connection timeout'),
+    ],
+    [
+      'a client broken before the query',
+      new Error('Client has encountered a connection error and is not queryable'),
+    ],
+  ])('says nothing was sent after %s', (_what, err) => {
+    expect(isNotSentError(err)).toBe(true);
+  });
+
+  it.each([
+    ['pg_terminate_backend', coded('terminating connection due to administrator command', '57P01')],
+    ['a socket pg saw close', new Error('Connection terminated unexpectedly')],
+    ['a reset socket', coded('read ECONNRESET', 'ECONNRESET')],
+    ['a timed-out socket', coded('read ETIMEDOUT', 'ETIMEDOUT')],
+    ['an error that is no connection error', coded('duplicate key', '23505')],
+  ])('does not after %s (it may have committed)', (_what, err) => {
+    expect(isNotSentError(err)).toBe(false);
   });
 });

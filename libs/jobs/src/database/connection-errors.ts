@@ -40,3 +40,36 @@ export function isConnectionError(err: unknown): boolean {
   }
   return typeof message === 'string' && DRIVER_MESSAGES.some((pattern) => pattern.test(message));
 }
+
+/**
+ * Of the connection errors, those raised before a statement was sent: a connection refused, not
+ * found, or not made in time, a server not taking connections yet, a client already broken, or a
+ * standby refusing a write. Whatever the statement was, it did not run. Any other connection error
+ * (a reset, a termination, a reply that never came) may have come after the server committed.
+ */
+export function isNotSentError(err: unknown): boolean {
+  if (!isConnectionError(err)) return false;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && NOT_SENT_CODES.has(code)) return true;
+  return typeof message === 'string' && NOT_SENT_MESSAGES.some((pattern) => pattern.test(message));
+}
+
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  // cannot_connect_now, too_many_connections, sqlclient_unable_to_establish_sqlconnection,
+  // sqlserver_rejected_establishment_of_sqlconnection: the session never started.
+  '57P03',
+  '53300',
+  '08001',
+  '08004',
+  // read_only_sql_transaction: the standby refused the write itself.
+  '25006',
+]);
+
+const NOT_SENT_MESSAGES = [
+  /timeout exceeded when trying to connect/,
+  /^Connection terminated due to connection timeout/,
+  /is not queryable/,
+];

@@ -201,16 +201,36 @@ export class MigrationBlockedError extends JobsError {
 }
 
 /**
- * The database could not be reached at boot (refused, timed out, dropped): a connection problem,
- * not a schema one. The original error is the `cause`.
+ * The database could not be reached (refused, timed out, dropped): a connection problem, not a
+ * schema one nor a refused statement. Thrown at boot, and by `addJob` and `addJobs`, where it is
+ * the error to catch and retry on; any other database error reaches the caller unchanged. The
+ * original error is the `cause`.
  */
 export class DatabaseUnreachableError extends JobsError {
-  constructor(doing: string, cause: unknown) {
+  /**
+   * From `addJob` and `addJobs`: whether the jobs may be in the database all the same — `true` when
+   * the connection was lost after the statement was sent, which may have committed before its
+   * answer was lost; `false` when nothing was sent (the connection was refused, or could not be made
+   * in time). `false` at boot.
+   */
+  readonly mayHaveWritten: boolean;
+
+  /**
+   * @param doing what the library was doing (`connecting`, `enqueueing 3 jobs`)
+   * @param advice what to do; by default, what to check of the connection at boot
+   */
+  constructor(
+    doing: string,
+    cause: unknown,
+    options: { readonly advice?: string; readonly mayHaveWritten?: boolean } = {},
+  ) {
     super(
       `The database is unreachable while ${doing}: ${(cause as Error)?.message ?? String(cause)}. ` +
-        'Check the "connection" option (host, port, credentials) and that PostgreSQL is running and accepts connections.',
+        (options.advice ??
+          'Check the "connection" option (host, port, credentials) and that PostgreSQL is running and accepts connections.'),
       { cause },
     );
+    this.mayHaveWritten = options.mayHaveWritten ?? false;
   }
 }
 

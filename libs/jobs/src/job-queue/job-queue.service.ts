@@ -10,6 +10,7 @@ import { channelFor, NEW_JOB_NOTIFICATION } from '../notify/notification-protoco
 import type { ResultOf, TaskDefinition, TaskResult } from '../discovery/task-definition.js';
 import type { AddJobOptions, AddTaskJobOptions, AddedJob } from './add-job-options.interface.js';
 import { checkPayloads } from './check-payloads.js';
+import { enqueueError } from './enqueue-unreachable.js';
 import { BulkOperations } from './bulk-operations.js';
 import type { ChangedJob } from './bulk-operations.js';
 import { CompletionWaiters } from './completion-waiters.js';
@@ -35,7 +36,8 @@ const MAX_KEY_ROUNDS = 4;
  * Enqueues jobs and reports on them. Inject it anywhere in the app.
  *
  * Unlike the seed's `addJob`, nothing here swallows an error: a bad argument throws a typed error
- * before anything is written, and a database error reaches the caller.
+ * before anything is written, and a database error reaches the caller (from `addJob` and
+ * `addJobs`, a lost or refused connection as `DatabaseUnreachableError`).
  *
  * @publicApi
  */
@@ -82,6 +84,13 @@ export class JobQueueService {
    * input and checked against it before anything is written (`InvalidPayloadError` with the
    * schema's issues), and the `promise` resolves with its `resultSchema`'s output. A task name whose
    * handler on this instance has a `payloadSchema` is checked the same way.
+   *
+   * When the database cannot be reached (the connection refused, or lost during the call), throws
+   * `DatabaseUnreachableError`, the original error as its `cause`: the one error to catch and retry
+   * on. Its `mayHaveWritten` says whether the job may exist all the same (the connection was lost
+   * after the insert was sent, which may have committed before the answer was lost); a `uniqueKey`
+   * makes the retry safe then, while the first job is pending. Any other database error is thrown
+   * unchanged.
    */
   addJob<Definition extends TaskDefinition>(
     options: AddTaskJobOptions<Definition> & { promise: true },
@@ -101,7 +110,8 @@ export class JobQueueService {
    * Adds a batch in one statement (and at most one notification). Every job is validated first:
    * one bad job throws and none is inserted (an `InvalidPayloadError` names its `index`).
    * `manager` and `notify` are taken from the first job. A job's `task` may be a task definition,
-   * as in `addJob`.
+   * as in `addJob`. An unreachable database throws `DatabaseUnreachableError`, as in `addJob` (with
+   * `mayHaveWritten`, jobs of the batch may have been written).
    */
   async addJobs<Definition extends TaskDefinition = never>(
     jobs: readonly (AddJobOptions | AddTaskJobOptions<Definition>)[],
@@ -271,7 +281,7 @@ export class JobQueueService {
       });
     } catch (err) {
       waits.forget();
-      throw err;
+      throw enqueueError(err, jobs.length);
     }
   }
 
