@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import pg from 'pg';
-import { JobTask } from 'nestjs-pg-jobs';
+import { DatabaseUnreachableError, JobTask } from 'nestjs-pg-jobs';
 import type { JobContext, JobTaskHandler } from 'nestjs-pg-jobs';
 import { createDatabase } from 'nestjs-pg-jobs/testing';
 import { LISTEN_RECONNECT_MAX_MS } from '../../libs/jobs/src/notify/notification-listener.js';
@@ -166,10 +166,16 @@ describeWhereAvailable({
         proxy.repoint(cluster.standby.host, cluster.standby.port);
       } else {
         // What a read-only server answers a write with (SQLSTATE 25006) reaches the app first: its
-        // enqueues, claims and endings meet it until the promotion.
+        // enqueues (as DatabaseUnreachableError, nothing written), claims and endings meet it until
+        // the promotion.
         proxy.repoint(cluster.standby.host, cluster.standby.port);
         await waitFor('an enqueue to meet the read-only standby', () =>
-          load.refused.some((err) => (err as { code?: string }).code === '25006'),
+          load.refused.some(
+            (err) =>
+              err instanceof DatabaseUnreachableError &&
+              !err.mayHaveWritten &&
+              (err.cause as { code?: string }).code === '25006',
+          ),
         );
         releaseHeld();
         // The lag is the scenario itself, not a wait for something to happen.
