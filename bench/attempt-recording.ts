@@ -24,8 +24,8 @@
  * production; and the server-wide distance, which other databases' writes inflate), statements,
  * and rows inserted, updated (HOT apart), deleted and left dead, by table. Autovacuum is off on the
  * drained tables, so that the WAL is the statements' own. The drain's rate is reported only as a
- * ratio to `today` in the same run (`BENCH_REPETITIONS` interleaved runs, default 3): it depends on
- * the machine's load, the counts do not.
+ * ratio to `today` in the same run (`BENCH_REPETITIONS` interleaved runs, default 3, each
+ * repetition starting one variant further on): it depends on the machine's load, the counts do not.
  */
 import 'reflect-metadata';
 import pg from 'pg';
@@ -450,11 +450,16 @@ const settings = await server.onFreshDatabase((url) =>
       ).rows[0].s as string,
   ),
 );
-const runs = new Map<string, Run[]>();
+const runs = new Map<string, Run[]>(Object.keys(VARIANTS).map((name) => [name, []]));
+const order = Object.entries(VARIANTS);
 for (let i = 0; i < REPETITIONS; i++) {
-  for (const [name, variant] of Object.entries(VARIANTS)) {
+  // Each repetition starts one variant further on: none always runs first.
+  for (const [name, variant] of [
+    ...order.slice(i % order.length),
+    ...order.slice(0, i % order.length),
+  ]) {
     const result = await server.onFreshDatabase((url) => run(url, variant));
-    runs.set(name, [...(runs.get(name) ?? []), result]);
+    runs.get(name)!.push(result);
     console.error(`${name}: ${Math.round(result.wal.own / QUEUED)} WAL bytes/job`);
   }
   console.error(`repetition ${i + 1}/${REPETITIONS} done`);
