@@ -393,6 +393,26 @@ async function run(url: string, variant: Variant): Promise<Run> {
     await client.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
   });
   const before = await tableCounts(url);
+  // A temporary physical slot, held by this session until the WAL is read, keeps the server from
+  // removing the drain's segments: a checkpoint of anyone's (a timed one, another database's)
+  // may fall during the drain. Its session is on another database: the counts wait for every
+  // session of this one to end.
+  const elsewhere = new URL(url);
+  elsewhere.pathname = '/postgres';
+  const keeper = new pg.Client({ connectionString: elsewhere.toString() });
+  await keeper.connect();
+  try {
+    await keeper.query('SELECT pg_create_physical_replication_slot($1, true, true)', [
+      `bench_attempts_${process.pid}`,
+    ]);
+    return await drainCounted(url, variant, before);
+  } finally {
+    await keeper.end();
+  }
+}
+
+/** The drain of `run`, once its slot holds the WAL: counted from a checkpoint. */
+async function drainCounted(url: string, variant: Variant, before: TableCounts): Promise<Run> {
   const from = await withClient(url, async (client) => {
     await client.query('CHECKPOINT');
     return (await client.query('SELECT pg_current_wal_insert_lsn()::text AS lsn')).rows[0].lsn;
