@@ -1,7 +1,5 @@
-import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
-import { runnerSql } from '../../libs/jobs/src/runner/runner.sql.js';
 import { startJobsApp, waitFor } from '../support/jobs-app.js';
-import { planNodes } from '../support/query-plan.js';
+import { planOfClaim } from '../support/query-plan.js';
 import { executions, recording } from '../support/recorder.js';
 import { useTestDatabase } from '../support/test-database.js';
 
@@ -75,17 +73,7 @@ it("judges overlap: 'skip' on the active attempts and the slot indexes, never by
   );
   await dueSlots('planned', [2, 1]);
 
-  const { claim } = runnerSql(toSchemaName('jobs'));
-  const all = await planNodes(
-    db,
-    claim.text,
-    claim.values({
-      limit: 50,
-      executedBy: 'planner-test',
-      tasks: ['record'],
-      queues: ['default'],
-    }),
-  );
+  const all = await planOfClaim(db);
   // The active run is looked for among the active attempts only.
   expect(all.some((node) => node['Index Name'] === 'job_history_active')).toBe(true);
   expect(

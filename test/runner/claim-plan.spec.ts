@@ -2,7 +2,7 @@ import { runnerSql } from '../../libs/jobs/src/runner/runner.sql.js';
 import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { recording } from '../support/recorder.js';
-import { planNodes } from '../support/query-plan.js';
+import { planNodes, planOfClaim } from '../support/query-plan.js';
 import { useTestDatabase } from '../support/test-database.js';
 
 const db = useTestDatabase();
@@ -24,17 +24,7 @@ it('claims by walking the claim-order index even when the queue was never analys
   expect(analysed).toBe(false);
 
   // Parameters bound, as the runner sends them: the planner sees the actual limit and tasks.
-  const { claim } = runnerSql(toSchemaName('jobs'));
-  const all = await planNodes(
-    db,
-    claim.text,
-    claim.values({
-      limit: 50,
-      executedBy: 'planner-test',
-      tasks: ['record'],
-      queues: ['default'],
-    }),
-  );
+  const all = await planOfClaim(db);
   // The claim's subquery walks jobs_claim_order in order and stops at the limit (the delete then
   // goes to the claimed rows by ctid): nothing reads, or sorts, the whole queue.
   expect(all.filter((node) => node['Index Name'] === 'jobs_claim_order')).toEqual([
@@ -97,17 +87,7 @@ it('judges missed cron jobs row by row on the slot indexes, never by a pass over
   );
   await db.query('ANALYZE jobs."jobScheduleSlot"');
 
-  const { claim } = runnerSql(toSchemaName('jobs'));
-  const all = await planNodes(
-    db,
-    claim.text,
-    claim.values({
-      limit: 50,
-      executedBy: 'planner-test',
-      tasks: ['record'],
-      queues: ['default'],
-    }),
-  );
+  const all = await planOfClaim(db);
   // An EXISTS here was planned as one hashed anti-join of all slots per claim (half a second).
   expect(
     all.filter(

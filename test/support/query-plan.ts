@@ -1,3 +1,5 @@
+import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
+import { runnerSql } from '../../libs/jobs/src/runner/runner.sql.js';
 import type { TestDatabase } from './test-database.js';
 
 /** One node of `EXPLAIN (FORMAT JSON)`, with the fields plan tests look at. */
@@ -26,4 +28,17 @@ export async function planNodes(
 
 function flatten(plan: PlanNode): PlanNode[] {
   return [plan, ...(plan.Plans ?? []).flatMap(flatten)];
+}
+
+/**
+ * The plan of the runner's shared claim (schema `jobs`) of up to 50 jobs of the task `record` in
+ * the default queue, with its parameters bound as the runner binds them.
+ */
+export function planOfClaim(db: TestDatabase): Promise<PlanNode[]> {
+  const { claim } = runnerSql(toSchemaName('jobs'));
+  return planNodes(
+    db,
+    claim.text,
+    claim.values({ limit: 50, executedBy: 'planner-test', tasks: ['record'], queues: ['default'] }),
+  );
 }

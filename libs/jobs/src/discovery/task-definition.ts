@@ -42,10 +42,8 @@ export type TaskDefinitionOptions<
  * @publicApi
  */
 export type TaskPayloadInput<Definition extends TaskDefinition> =
-  Definition extends TaskDefinition<infer Schema, any>
-    ? [Schema] extends [StandardSchemaV1]
-      ? StandardSchemaV1.InferInput<Schema>
-      : unknown
+  Definition extends TaskDefinition<infer Schema extends StandardSchemaV1, any>
+    ? StandardSchemaV1.InferInput<Schema>
     : unknown;
 
 /**
@@ -56,10 +54,8 @@ export type TaskPayloadInput<Definition extends TaskDefinition> =
  * @publicApi
  */
 export type TaskPayload<Definition extends TaskDefinition> =
-  Definition extends TaskDefinition<infer Schema, any>
-    ? [Schema] extends [StandardSchemaV1]
-      ? StandardSchemaV1.InferOutput<Schema>
-      : unknown
+  Definition extends TaskDefinition<infer Schema extends StandardSchemaV1, any>
+    ? StandardSchemaV1.InferOutput<Schema>
     : unknown;
 
 /**
@@ -68,10 +64,8 @@ export type TaskPayload<Definition extends TaskDefinition> =
  * @publicApi
  */
 export type TaskResultInput<Definition extends TaskDefinition> =
-  Definition extends TaskDefinition<any, infer Schema>
-    ? [Schema] extends [StandardSchemaV1]
-      ? StandardSchemaV1.InferInput<Schema>
-      : unknown
+  Definition extends TaskDefinition<any, infer Schema extends StandardSchemaV1>
+    ? StandardSchemaV1.InferInput<Schema>
     : unknown;
 
 /**
@@ -81,10 +75,8 @@ export type TaskResultInput<Definition extends TaskDefinition> =
  * @publicApi
  */
 export type TaskResult<Definition extends TaskDefinition> =
-  Definition extends TaskDefinition<any, infer Schema>
-    ? [Schema] extends [StandardSchemaV1]
-      ? StandardSchemaV1.InferOutput<Schema>
-      : unknown
+  Definition extends TaskDefinition<any, infer Schema extends StandardSchemaV1>
+    ? StandardSchemaV1.InferOutput<Schema>
     : unknown;
 
 /**
