@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { JobTask } from 'nestjs-pg-jobs';
-import type { JobContext, JobInfo, JobTaskHandler } from 'nestjs-pg-jobs';
+import type { JobContext, JobTaskHandler, ListedJobInfo } from 'nestjs-pg-jobs';
 import { UI_TIMEOUT, useDashboard } from '../support/dashboard.js';
 import { waitFor } from '../support/jobs-app.js';
 
@@ -26,8 +26,8 @@ it("shows a running job's progress as a bar", async () => {
   });
   await waitFor('the progress to be written', async () => {
     const res = await fetch(`${dashboard.server.url}/jobs-admin/api/jobs?state=active`);
-    const { jobs } = (await res.json()) as { jobs: JobInfo[] };
-    return jobs.find((job) => job.id === id)?.progress === 40;
+    const { jobs } = (await res.json()) as { jobs: ListedJobInfo[] };
+    return jobs.find((job) => job.id === id)?.progressPreview === '40';
   });
 
   const { page, problems } = await dashboard.openPage();

@@ -5,8 +5,11 @@ import type { SchemaName } from '../database/schema-name.js';
  * included); `list-previews.ts` then bounds it in bytes too.
  */
 export const PREVIEW_CHARS = 200;
-/** A result stored in more bytes than this is not previewed in lists (see `jsonPreview`). */
-const RESULT_PREVIEW_STORED_BYTES = 8192;
+/**
+ * A result or a progress stored in more bytes than this is not previewed in lists (see
+ * `jsonPreview`). Both have a size limit (`maxResultBytes`, 16 kB for a progress).
+ */
+const BOUNDED_PREVIEW_STORED_BYTES = 8192;
 /**
  * A payload stored in more bytes than this is not previewed in lists. Lower than a result's: a
  * payload has no size limit, and a highly compressible one may be a hundred times its stored size.
@@ -14,8 +17,8 @@ const RESULT_PREVIEW_STORED_BYTES = 8192;
 const PAYLOAD_PREVIEW_STORED_BYTES = 2048;
 
 /*
- * A listed job's JSON value (payload, result), as JSON text cut to PREVIEW_CHARS: a list of two
- * hundred jobs with values of megabytes each would otherwise be megabytes on every poll of the
+ * A listed job's JSON value (payload, result, progress), as JSON text cut to PREVIEW_CHARS: a
+ * list of two hundred jobs with large values would otherwise be megabytes on every poll of the
  * dashboard. A value stored in more than `storedBytes` is not read at all ('…' alone): jsonb cannot
  * be read in part, so a preview of it would detoast and decompress the whole value for every row
  * of every poll. pg_column_size reads the stored size from the row without detoasting it.
@@ -45,21 +48,23 @@ const textPreview = (column: string) => `CASE
  * `failed` or `snoozed` row in `jobHistory` that describes that attempt), else in `jobHistory`. Lists of history states skip
  * jobs that are queued again, so a job waiting for a retry is listed as pending, never as failed.
  *
- * Lists give previews of payloads, errors and results, never the values: those are in the job's
- * own view (`getJob`), one job at a time.
+ * Lists give previews of payloads, errors, results and progress, never the values: those are in
+ * the job's own view (`getJob`), one job at a time.
  */
 export function adminSql({ quoted: s }: SchemaName) {
-  const resultPreview = jsonPreview('h.result', RESULT_PREVIEW_STORED_BYTES);
+  const resultPreview = jsonPreview('h.result', BOUNDED_PREVIEW_STORED_BYTES);
+  const progressPreview = jsonPreview('h.progress', BOUNDED_PREVIEW_STORED_BYTES);
   const pendingColumns = `
     j.id, j.task, 'pending' AS state, ${jsonPreview('j.payload', PAYLOAD_PREVIEW_STORED_BYTES)} AS "payloadPreview",
     j.priority, j.retries AS attempt, j."maxRetries", j."waitUntil", j."createdAt", h."startedAt",
     h."completedAt", ${textPreview('h."lastErrorMessage"')} AS "lastErrorPreview", h."executedBy",
-    h.progress, j.queue, j."groupKey", NULL::text AS "resultPreview", COALESCE(h.snoozes, 0) AS snoozes,
+    ${progressPreview} AS "progressPreview", j.queue, j."groupKey", NULL::text AS "resultPreview", COALESCE(h.snoozes, 0) AS snoozes,
     CASE WHEN h.state = 'snoozed' THEN j."waitUntil" END AS "snoozedUntil", j."createdAt" AS "sortAt"`;
   const historyColumns = (sortAt: string) => `
     h.id, h.task, h.state, ${jsonPreview('h.payload', PAYLOAD_PREVIEW_STORED_BYTES)} AS "payloadPreview",
     h.priority, h.attempt, h."maxRetries", NULL::timestamptz AS "waitUntil", h."createdAt",
-    h."startedAt", h."completedAt", ${textPreview('h."lastErrorMessage"')} AS "lastErrorPreview", h."executedBy", h.progress, h.queue, h."groupKey",
+    h."startedAt", h."completedAt", ${textPreview('h."lastErrorMessage"')} AS "lastErrorPreview", h."executedBy",
+    ${progressPreview} AS "progressPreview", h.queue, h."groupKey",
     ${resultPreview} AS "resultPreview", h.snoozes, NULL::timestamptz AS "snoozedUntil", ${sortAt} AS "sortAt"`;
   const notQueuedAs = (alias: string) =>
     `NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = ${alias}.id)`;

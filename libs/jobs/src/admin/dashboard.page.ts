@@ -73,6 +73,12 @@ function progress(value) {
   const bar = el("progress", { max: "100", value: String(value), title: value + " %" });
   return el("span", {}, [bar, document.createTextNode(" " + Math.round(value) + " %")]);
 }
+// A list has a preview of the progress (JSON text, maybe cut): a bar when it is a number's.
+function listedProgress(preview) {
+  if (preview === null || preview === undefined) return "";
+  const value = Number(preview);
+  return Number.isFinite(value) ? progress(value) : preview;
+}
 function queueButton(queue) {
   const action = queue.paused ? "resume" : "pause";
   return el("button", { type: "button", "data-queue-action": action, text: queue.paused ? "Resume" : "Pause", onclick: () => act("queues/" + encodeURIComponent(queue.name) + "/" + action, "Queue " + queue.name + QUEUE_DONE[action]) });
@@ -128,7 +134,7 @@ function refresh() {
     fill($("queues"), queues.queues, [(r) => r.name, (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.due, (r) => r.active, limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name }));
     fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorPreview || "" }), (r) => when(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
     fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, due, (r) => r.attempt, (r) => r.lastErrorPreview || "", (r) => button("Cancel", "cancel", r.id)], "Nothing queued.");
-    fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt), (r) => progress(r.progress), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
+    fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt), (r) => listedProgress(r.progressPreview), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
     fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => when(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs.");
     fill($("schedules"), schedules.schedules, [(r) => r.name, (r) => r.task, (r) => r.cron, (r) => r.timezone, (r) => r.overlap, (r) => (r.paused ? "paused" : when(r.plannedUntil)), (r) => json(r.payload), scheduleButtons], "No schedules.");
     chart(throughput.minutes);

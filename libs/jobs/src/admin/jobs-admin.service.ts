@@ -47,14 +47,17 @@ export interface TaskStats {
 }
 
 /**
- * A job as the admin API lists it: with previews of its payload, its last error and its result,
- * which may each be large (`getJob`, the job's own view, has them whole), and with its snoozes. A
- * preview is the value's text cut to 200 characters and to 400 bytes as JSON, then ending with
- * `…`; so a page of 200 jobs stays small whatever the jobs carry.
+ * A job as the admin API lists it: with previews of its payload, its last error, its result and
+ * its progress, which may each be large (`getJob`, the job's own view, has them whole), and with
+ * its snoozes. A preview is the value's text cut to 200 characters and to 300 bytes as JSON, then
+ * ending with `…`; so a page of 200 jobs stays small whatever the jobs carry.
  *
  * @publicApi
  */
-export interface ListedJobInfo extends Omit<JobInfo, 'result' | 'payload' | 'lastErrorMessage'> {
+export interface ListedJobInfo extends Omit<
+  JobInfo,
+  'result' | 'payload' | 'lastErrorMessage' | 'progress'
+> {
   /** The payload's JSON text, cut; `…` alone for a payload stored in more than 2 kB, which a list does not read. */
   payloadPreview: string;
   /** The error of the last failed attempt, cut; `null` when there is none. */
@@ -64,6 +67,12 @@ export interface ListedJobInfo extends Omit<JobInfo, 'result' | 'payload' | 'las
    * does not read; `null` when there is none.
    */
   resultPreview: string | null;
+  /**
+   * The last progress reported (`ctx.reportProgress`), as JSON text, cut (a number's is whole,
+   * `40`); `…` alone for a progress stored in more than 8 kB, which a list does not read; `null`
+   * when none was.
+   */
+  progressPreview: string | null;
   /** When a pending job waiting out a snooze (`ctx.snooze`) is due again; `null` otherwise. */
   snoozedUntil: Date | null;
   /** How many times the job's attempts snoozed, over its whole life. */
@@ -125,6 +134,7 @@ export class JobsAdminService implements OnModuleInit {
       payloadPreview: boundPreview(job.payloadPreview)!,
       lastErrorPreview: boundPreview(job.lastErrorPreview),
       resultPreview: boundPreview(job.resultPreview),
+      progressPreview: boundPreview(job.progressPreview),
       ...(job.state === 'pending' && { queue: this.tasks.pendingQueueOf(job.task, job.queue) }),
     }));
     return { jobs, hasMore: rows.length > limit };

@@ -1,7 +1,8 @@
 /**
  * Bytes one preview takes at most in a list response, as JSON (its quotes and escapes included).
- * A list gives at most 200 jobs, each with two previews (its payload's, and its error's or its
- * result's), so previews add at most 160 kB to a page however large the values are. Characters
+ * A list gives at most 200 jobs, each with at most four previews (its payload's, its last error's,
+ * its result's and its progress'), so previews add at most 240 kB to a page however large the
+ * values are. Characters
  * alone do not bound it: a character may take 4 bytes in UTF-8, a control character 6 as JSON.
  */
 export const PREVIEW_JSON_BYTES = 300;
