@@ -1,10 +1,11 @@
 // The scaffold check: what a new user does, run end to end. Makes an app with the official Nest CLI
 // (ESM with Vitest, or CommonJS with Jest), installs the packed library into it, adds the quick
 // start as README.md and docs/ write it (tools/scaffold-check/templates: an in-process task with an
-// injected provider, a worker task, a schedule, a bridged `@Cron()` method, the health indicator,
-// the testing kit), builds it with the app's own `npm run build`, type-checks its tests too, boots
-// `node dist/main` and enqueues over HTTP, then runs the app's own e2e test, which uses
-// `nestjs-pg-jobs/testing` and runs a worker task from its TypeScript source.
+// injected provider, a typed task with zod schemas, a worker task, a schedule, a bridged `@Cron()`
+// method, the health indicator, the testing kit), builds it with the app's own `npm run build`,
+// type-checks its tests too, boots `node dist/main` and enqueues over HTTP, then runs the app's own
+// e2e test, which uses `nestjs-pg-jobs/testing`, runs a worker task from its TypeScript source and
+// enqueues the typed task with its definition (its types checked by the app's own tsconfig).
 //
 //   node tools/scaffold-check.mjs --type esm|cjs [--keep]   (--keep leaves the app in its temp folder)
 //
@@ -191,6 +192,13 @@ async function bootAndEnqueue(app, databaseUrl) {
       payload: { to: 'ada@example.com' },
     });
     expectEqual('the in-process task (promise: true)', mail.result, 'sent to ada@example.com');
+    const welcome = await http(base, '/jobs', {
+      task: 'sendWelcome',
+      payload: { to: 'ada@example.com' },
+    });
+    expectEqual('the typed task (its default applied)', welcome.result, {
+      messageId: 'ada@example.com/en',
+    });
     const pdf = await http(base, '/jobs', { task: 'renderPdf', payload: { id: '42' } });
     expectEqual('the worker task (promise: true)', pdf.result.pdf, 'report-42.pdf');
     if (!(pdf.result.thread > 0))
@@ -262,7 +270,7 @@ try {
       { cwd: work },
     ),
   );
-  await step('npm install the tarball, pg and the peers the quick start needs', () =>
+  await step('npm install the tarball, pg, the peers the quick start needs and zod', () =>
     run(
       'npm',
       [
@@ -273,6 +281,7 @@ try {
         pinned('pg'),
         pinned('@nestjs/schedule'),
         pinned('@nestjs/terminus'),
+        pinned('zod'), // the typed task's schemas (docs/tasks.md)
       ],
       { cwd: app },
     ),

@@ -9,6 +9,7 @@ import { JobsController } from './jobs.controller';
 import { Mailer } from './mailer';
 import { ReportsService } from './reports.service';
 import { SendEmail } from './send-email.task';
+import { SendWelcomeHandler } from './send-welcome.task';
 
 @Module({
   imports: [
@@ -29,6 +30,6 @@ import { SendEmail } from './send-email.task';
     HealthModule,
   ],
   controllers: [AppController, JobsController],
-  providers: [AppService, Mailer, SendEmail, ReportsService],
+  providers: [AppService, Mailer, SendEmail, SendWelcomeHandler, ReportsService],
 })
 export class AppModule {}

@@ -8,6 +8,7 @@ import { JobsController } from './jobs.controller.js';
 import { Mailer } from './mailer.js';
 import { ReportsService } from './reports.service.js';
 import { SendEmail } from './send-email.task.js';
+import { SendWelcomeHandler } from './send-welcome.task.js';
 
 @Module({
   imports: [
@@ -28,6 +29,6 @@ import { SendEmail } from './send-email.task.js';
     HealthModule,
   ],
   controllers: [AppController, JobsController],
-  providers: [AppService, Mailer, SendEmail, ReportsService],
+  providers: [AppService, Mailer, SendEmail, SendWelcomeHandler, ReportsService],
 })
 export class AppModule {}
