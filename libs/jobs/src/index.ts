@@ -136,8 +136,20 @@ export {
   EndingNotRecordedError,
   InvalidContextArgumentError,
   TaskSchemaError,
+  InvalidFlowError,
 } from './errors/jobs.errors.js';
 export type { SchemaIssue, PayloadRefusal } from './errors/jobs.errors.js';
+
+// Flows: jobs that wait for other jobs.
+export type {
+  AddFlowOptions,
+  AddedFlow,
+  DependencyFailurePolicy,
+  FlowInfo,
+  FlowJobInfo,
+  FlowJobOptions,
+} from './job-queue/flow-options.interface.js';
+export type { JobDependencies, JobDependency } from './discovery/job-task.interfaces.js';
 
 // Events of this instance's jobs.
 export { JobEventsService } from './events/job-events.service.js';

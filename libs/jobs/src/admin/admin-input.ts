@@ -14,9 +14,12 @@ export interface JobListQuery {
 
 /**
  * The states a list can be asked for: `snoozed` names an attempt in history, never a job (a
- * snoozed job is `pending` again), so no job is listed under it.
+ * snoozed job is `pending` again), so no job is listed under it; a flow's `blocked` jobs are
+ * listed with the pending ones.
  */
-export const LISTED_STATES: readonly JobState[] = JOB_STATES.filter((state) => state !== 'snoozed');
+export const LISTED_STATES: readonly JobState[] = JOB_STATES.filter(
+  (state) => state !== 'snoozed' && state !== 'blocked',
+);
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
 const MAX_OFFSET = 100_000;

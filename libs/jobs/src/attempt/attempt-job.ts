@@ -1,3 +1,5 @@
+import type { JobDependencies } from '../discovery/job-task.interfaces.js';
+
 /** The job an attempt runs: what a task needs, wherever it runs (in-process or in a pool thread). */
 export interface AttemptJob {
   readonly id: string;
@@ -6,4 +8,6 @@ export interface AttemptJob {
   /** The attempt this claim started: the fencing token of every write that ends it. */
   readonly attempt: number;
   readonly maxRetries: number;
+  /** A worker task's dependencies, read before its dispatch (a thread has no database). */
+  readonly dependencies?: JobDependencies;
 }

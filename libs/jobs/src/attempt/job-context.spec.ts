@@ -21,6 +21,7 @@ function recordingSources(manager?: ContextSources['manager']) {
       return signal;
     },
     progress: (json) => heard.progress.push(json),
+    dependencies: () => Promise.resolve({}),
     manager,
   };
   return { sources, heard, signal };

@@ -3,6 +3,7 @@ import { serialiseJson } from '../common/json-payload.js';
 import type { JobContext } from '../discovery/job-task.interfaces.js';
 import { InvalidContextArgumentError, JobSnooze } from '../errors/jobs.errors.js';
 import { MAX_RETRY_DELAY_LIMIT } from '../options/defaults.js';
+import type { JobDependencies } from '../discovery/job-task.interfaces.js';
 import type { AttemptJob } from './attempt-job.js';
 
 /**
@@ -17,6 +18,8 @@ export interface ContextSources {
   signal(): AbortSignal;
   /** Hears each valid `ctx.reportProgress` value, as JSON. */
   progress(json: string): void;
+  /** The job's direct dependencies (a flow job's; `{}` otherwise). */
+  dependencies(): Promise<JobDependencies>;
   readonly manager?: EntityManager;
 }
 
@@ -63,6 +66,10 @@ class AttemptContext implements JobContext {
    */
   get reportProgress(): JobContext['reportProgress'] {
     return (this.#reportProgress ??= (value) => this.#sources.progress(encodeProgress(value)));
+  }
+
+  dependencies(): Promise<JobDependencies> {
+    return this.#sources.dependencies();
   }
 
   /** Needs no `this`: it works taken out of the context too. */

@@ -12,11 +12,14 @@ export function cliSql({ quoted: s }: SchemaName) {
              to_regclass(quote_ident($1) || '."jobHistory"') IS NOT NULL AS history`,
 
     /**
-     * Jobs per task and state. A job is in one place: pending in `jobs` (a job waiting for its
-     * retry is pending, though its last attempt's history row says `failed`), else in history.
+     * Jobs per task and state. A job is in one place: pending (or blocked, in a flow) in `jobs` (a
+     * job waiting for its retry is pending, though its last attempt's history row says `failed`),
+     * else in history.
      */
     countsByState: `
-      SELECT task, 'pending' AS state, count(*)::int AS count FROM ${s}.jobs GROUP BY task
+      SELECT task, CASE WHEN "blockedBy" > 0 THEN 'blocked' ELSE 'pending' END AS state,
+             count(*)::int AS count
+      FROM ${s}.jobs GROUP BY 1, 2
       UNION ALL
       SELECT h.task, h.state, count(*)::int AS count FROM ${s}."jobHistory" h
       WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = h.id)

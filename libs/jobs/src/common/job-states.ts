@@ -1,5 +1,6 @@
 /** Every `JobState`, in the order a job goes through them (the ended ones last). */
 export const JOB_STATES = [
+  'blocked',
   'pending',
   'active',
   'completed',
@@ -11,8 +12,8 @@ export const JOB_STATES = [
 ] as const;
 
 /**
- * Where a job is: `pending` in the queue (also between retries), `active` on an instance, or
- * ended. `skipped` is a cron job that never ran: it had not started within its schedule's
+ * Where a job is: `blocked` in the queue while a job of its flow it depends on has not ended
+ * (`addFlow`), `pending` in the queue (also between retries), `active` on an instance, or ended. `skipped` is a cron job that never ran: it had not started within its schedule's
  * `missedSlotGrace` after its slot, or its schedule (`overlap: 'skip'`) had a run active; its
  * `lastErrorMessage` says which. `snoozed` is what history says of an attempt whose task asked
  * to run later (`ctx.snooze`); the job itself is then `pending` again.

@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { JobSnooze } from '../errors/jobs.errors.js';
+import type { JobState } from '../common/job-states.js';
 import type { MissedSlotPolicy, OverlapPolicy } from '../cron-schedule/cron-schedule.interface.js';
 import type { StandardSchemaV1 } from '../task-schemas/standard-schema.js';
 import type { HandlerPayload, HandlerReturn } from './task-definition.js';
@@ -40,6 +41,13 @@ export interface JobContext {
    * a snooze consumes no retry. History records the attempt `snoozed`.
    */
   snooze(seconds: number): JobSnooze;
+  /**
+   * A flow job's direct dependencies (`addFlow`'s `dependsOn`), by ref, all ended by the time it
+   * runs: each one's `id`, `state`, and `result` (a completed one's, as its task returned it) or
+   * `error`. `{}` for a job of no flow, or one that depends on nothing. Read from the database when
+   * asked (in-process), or with the job before it is sent to its thread (a worker task).
+   */
+  dependencies(): Promise<JobDependencies>;
   /**
    * With `@JobTask({ transactional: true })`: the `EntityManager` of a transaction in which the
    * attempt's end is written, so that what the task writes through it commits with the job's
@@ -151,3 +159,25 @@ export interface JobTaskOptions {
   /** Whether a slot may start while a run of the schedule is active. Default `'allow'`. */
   overlap?: OverlapPolicy;
 }
+
+/**
+ * One direct dependency of a flow job, as `ctx.dependencies()` gives it: ended, since the job
+ * runs only once all of them have. `result` is what a completed one's task returned (absent when
+ * it returned nothing); `error`, why one that did not complete ended.
+ *
+ * @publicApi
+ */
+export interface JobDependency {
+  id: string;
+  state: JobState;
+  result?: unknown;
+  error?: string | null;
+}
+
+/**
+ * A flow job's direct dependencies by ref (`ctx.dependencies()`); `{}` for a job of no flow or
+ * one that depends on nothing.
+ *
+ * @publicApi
+ */
+export type JobDependencies = Record<string, JobDependency>;

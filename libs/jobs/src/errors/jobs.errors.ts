@@ -297,6 +297,24 @@ export class JobCancelledError extends JobsError {
 }
 
 /**
+ * An `addFlow` argument is invalid: a duplicate or unknown ref, a cycle, a job's bad option (its
+ * `cause`, e.g. an `UnknownTaskError`), too many jobs. `ref` names the flow job at fault (`null`
+ * when it is the flow's own option). Nothing was written.
+ */
+export class InvalidFlowError extends JobsError {
+  constructor(
+    readonly ref: string | null,
+    problem: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `${ref === null ? 'Flow' : `Flow job "${ref}"`}: ${problem}. Nothing was written.`,
+      options,
+    );
+  }
+}
+
+/**
  * Nothing reported the end of an awaited job (`promise: true`, `waitForJob`) within its timeout:
  * `promiseTimeout`, or the `timeout` given to `waitForJob`.
  */

@@ -15,7 +15,7 @@ export interface JobInfo<Result = unknown> {
   /** Attempts started so far (0 for a job that never ran). */
   attempt: number;
   maxRetries: number;
-  /** When a pending job becomes due; `null` once it has been claimed. */
+  /** When a pending job becomes due; `null` once it has been claimed, and while it is blocked. */
   waitUntil: Date | null;
   createdAt: Date;
   startedAt: Date | null;
@@ -39,4 +39,6 @@ export interface JobInfo<Result = unknown> {
   queue: string;
   /** `AddJobOptions.groupKey`, or `null`. */
   groupKey: string | null;
+  /** The flow it belongs to (`addFlow`), or `null`. */
+  flowId: string | null;
 }

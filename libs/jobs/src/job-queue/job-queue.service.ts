@@ -28,6 +28,8 @@ import { JobWaiting } from './job-waiting.js';
 import { untilSettled } from './until-settled.js';
 import { assertJobId } from './validate-queue-calls.js';
 import type { WaitForJobOptions } from './wait-for-job-options.interface.js';
+import { JobFlows } from '../job-queue/job-flows.js';
+import type { AddFlowOptions, AddedFlow, FlowInfo } from '../job-queue/flow-options.interface.js';
 
 /** How often an insert whose unique keys neither went in nor matched a pending job runs. */
 const MAX_KEY_ROUNDS = 4;
@@ -48,6 +50,7 @@ export class JobQueueService {
   private readonly defaults: JobDefaults;
   private readonly bulk: BulkOperations;
   private readonly waiting: JobWaiting;
+  private readonly flows: JobFlows;
 
   /** @internal Nest constructs it: its parameters are the module's internals. */
   constructor(
@@ -74,6 +77,16 @@ export class JobQueueService {
       allowUnknownTasks: options.allowUnknownTasks,
       maxRetries: options.maxRetries,
     };
+    this.flows = new JobFlows({
+      db,
+      queueSql: this.sql,
+      channel: this.channel,
+      instanceId: options.instanceId,
+      defaults: this.defaults,
+      telemetry,
+      events,
+      reportCancelled: (jobs) => this.reportCancelled(jobs),
+    });
   }
 
   /**
@@ -135,6 +148,47 @@ export class JobQueueService {
   }
 
   /**
+   * Adds a flow: jobs, some of which wait for others (`dependsOn`, by `ref`), in one statement —
+   * all of them or, on any error, none. A job with dependencies is `blocked` and never claimed; it
+   * becomes pending in the statement that writes the end of its last dependency (completed; failed
+   * or interrupted with no retry left, or its task gave up; cancelled), and every instance is told
+   * at once. A dependency that did not complete cancels its dependents, and theirs in turn, unless
+   * a dependent's `onDependencyFailure` is `'run'`. A task reads its dependencies' results and
+   * errors with `ctx.dependencies()`.
+   *
+   * Throws `InvalidFlowError` naming the job at fault (a duplicate or unknown ref, a cycle, a job's
+   * bad option or payload: its `cause`) before anything is written; an unreachable database throws
+   * `DatabaseUnreachableError`, as `addJob` does. With `manager`, the flow exists only if that
+   * transaction commits.
+   */
+  addFlow(options: AddFlowOptions): Promise<AddedFlow> {
+    return this.flows.addFlow(options);
+  }
+
+  /** A flow and the state of each of its jobs; `null` if there is none (or it has expired). */
+  getFlow(flowId: string): Promise<FlowInfo | null> {
+    return this.flows.getFlow(flowId);
+  }
+
+  /**
+   * Cancels every job of a flow that has not ended, blocked, pending or running, as `cancelJob`
+   * does. Returns how many it cancelled.
+   */
+  cancelFlow(flowId: string): Promise<number> {
+    return this.flows.cancelFlow(flowId);
+  }
+
+  /**
+   * Queues again every job of a flow that ended without completing (failed, interrupted or
+   * cancelled), each blocked again until its dependencies queued again here have ended: the flow
+   * runs on from where it stopped. A job that ran gets one more attempt, as `retryJobs` gives it;
+   * one that never ran (cancelled while blocked) gets its retries. Returns how many it queued.
+   */
+  retryFlow(flowId: string): Promise<number> {
+    return this.flows.retryFlow(flowId);
+  }
+
+  /**
    * A job by id, pending or ended; `null` if there is none. `Task` types its `result`: a task
    * definition (`getJob<typeof SendEmail>(id)`: its `resultSchema`'s output), or the result's type.
    */
@@ -144,7 +198,7 @@ export class JobQueueService {
       this.sql.getJob,
       this.sql.getJob.values({ id }),
     );
-    if (row?.state !== 'pending') return row ?? null;
+    if (row?.state !== 'pending' && row?.state !== 'blocked') return row ?? null;
     return { ...row, queue: this.registry.pendingQueueOf(row.task, row.queue) };
   }
 

@@ -74,9 +74,9 @@ export function queueSql({ quoted: s }: SchemaName) {
       ), dequeued AS (
         INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
                                              "wasScheduled", awaited, "createdAt", "completedAt", queue,
-                                             "groupKey")
+                                             "groupKey", "inFlow")
         SELECT id, task, 'cancelled', payload, priority, retries, "maxRetries", "isScheduled", awaited,
-               "createdAt", now(), queue, "groupKey"
+               "createdAt", now(), queue, "groupKey", "inFlow"
         FROM removed
         ON CONFLICT (id) DO UPDATE SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now()
         RETURNING id, task, awaited, queue
@@ -192,20 +192,26 @@ export function queueSql({ quoted: s }: SchemaName) {
 
     pendingByUniqueKey: `SELECT id, "uniqueKey" FROM ${s}.jobs WHERE "uniqueKey" = ANY($1::text[])`,
 
-    /** A pending job (with the history of its earlier attempts, if any), else its history. */
+    /**
+     * A queued job, pending or blocked (with the history of its earlier attempts, if any), else its
+     * history.
+     */
     getJob: preparedStatement(
       `
-      SELECT j.id, j.task, 'pending' AS state, j.payload, j.priority, j.retries AS attempt,
-             j."maxRetries", j."waitUntil", j."createdAt", h."startedAt", h."completedAt",
-             h."lastErrorMessage", h."executedBy", NULL::jsonb AS result, h.progress, j.queue,
-             j."groupKey"
+      SELECT j.id, j.task, CASE WHEN j."blockedBy" > 0 THEN 'blocked' ELSE 'pending' END AS state,
+             j.payload, j.priority, j.retries AS attempt, j."maxRetries",
+             CASE WHEN j."blockedBy" > 0 THEN NULL ELSE j."waitUntil" END AS "waitUntil", j."createdAt",
+             h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy", NULL::jsonb AS result,
+             h.progress, j.queue, j."groupKey", m."flowId"
       FROM ${s}.jobs j LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
+      LEFT JOIN ${s}."jobFlowMember" m ON j."inFlow" AND m."jobId" = j.id
       WHERE j.id = $1
       UNION ALL
       SELECT h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries", NULL,
              h."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy",
-             h.result, h.progress, h.queue, h."groupKey"
+             h.result, h.progress, h.queue, h."groupKey", m."flowId"
       FROM ${s}."jobHistory" h
+      LEFT JOIN ${s}."jobFlowMember" m ON h."inFlow" AND m."jobId" = h.id
       WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)`,
       (p: { id: string }) => [p.id],
     ),
@@ -231,6 +237,23 @@ export function queueSql({ quoted: s }: SchemaName) {
              (SELECT task FROM cancelled) AS task, (SELECT queue FROM cancelled) AS queue, (SELECT count(*) FROM told)::int AS told`,
       (p: { id: string; channel: string }) => [p.id, p.channel],
     ),
+
+    /**
+     * Cancels the jobs of flow $1 that are queued (blocked or pending) or running, as `cancelJob`
+     * does. Its blocked jobs leave the queue in the same statement as the jobs they wait for, so the
+     * endings it writes find no dependent left to cancel or unblock.
+     */
+    cancelFlow: `
+      WITH members AS (
+        SELECT "jobId" AS id FROM ${s}."jobFlowMember" WHERE "flowId" = $1
+      ), ${cancelling(
+        `ARRAY(SELECT j.id FROM ${s}.jobs j JOIN members m ON m.id = j.id)`,
+        `ARRAY(SELECT h.id FROM ${s}."jobHistory" h JOIN members m ON m.id = h.id WHERE h.state = 'active')`,
+        '$2',
+      )}
+      SELECT COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task, 'queue', queue))
+                       FROM cancelled), '[]') AS jobs,
+             (SELECT count(*) FROM told)::int AS told`,
 
     /**
      * Cancels up to `limit` queued jobs matching the filter, locking them first: a job being
@@ -285,9 +308,9 @@ export function queueSql({ quoted: s }: SchemaName) {
         FOR UPDATE
       ), requeued AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled",
-                               "createdBy", "createdAt", queue, "groupKey")
+                               "createdBy", "createdAt", queue, "groupKey", "inFlow")
         SELECT id, task, payload, priority, attempt, attempt, "wasScheduled", $3, "createdAt", queue,
-               "groupKey"
+               "groupKey", "inFlow"
         FROM ${s}."jobHistory" WHERE id = ANY(ARRAY(SELECT id FROM picked))
         ON CONFLICT (id) DO NOTHING
         RETURNING id, task, queue

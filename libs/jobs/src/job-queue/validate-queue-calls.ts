@@ -13,9 +13,9 @@ import type { WaitForJobOptions } from './wait-for-job-options.interface.js';
 const MAX_WAIT_SECONDS = 2_147_483;
 
 /** The check of a job id a call names (`getJob`, `waitForJob`, `cancelJob`, ...). */
-export function assertJobId(id: unknown): void {
+export function assertJobId(id: unknown, option = 'id'): void {
   if (typeof id !== 'string' || !JOB_ID_PATTERN.test(id)) {
-    throw new InvalidJobOptionsError('id', id, 'must be a job id (a UUID)');
+    throw new InvalidJobOptionsError(option, id, 'must be a job id (a UUID)');
   }
 }
 

@@ -55,9 +55,9 @@ export function reaperSql({ quoted: s }: SchemaName) {
         RETURNING h.*, c.reason
       ), requeued AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled", awaited,
-                               "createdBy", "createdAt", "traceContext", queue, "groupKey")
+                               "createdBy", "createdAt", "traceContext", queue, "groupKey", "inFlow")
         SELECT id, task, payload, priority, attempt, "maxRetries", "wasScheduled", awaited, $3, "createdAt",
-               "traceContext", queue, "groupKey"
+               "traceContext", queue, "groupKey", "inFlow"
         FROM stranded WHERE attempt <= "maxRetries"
         RETURNING id
       ), woken AS (

@@ -17,6 +17,8 @@ export interface ClaimedJob extends AttemptJob {
    * number, which alone a snooze reuses.
    */
   readonly claim: string;
+  /** It belongs to a flow (`addFlow`): only a flow job has dependencies to read. */
+  readonly inFlow: boolean;
 }
 
 /** A row of the claim: a claimed job, or a cron job the claim took out of the queue as skipped. */
@@ -160,7 +162,7 @@ export function claimSql({ quoted: s, name: schemaName }: SchemaName) {
         INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
                                              "wasScheduled", awaited, "executedBy", "lastErrorMessage",
                                              "createdAt", "startedAt", "completedAt", "traceContext",
-                                             queue, "groupKey", "claimToken")
+                                             queue, "groupKey", "claimToken", "inFlow")
         -- A skipped job never started: its attempt stays at the retries it had (0), and it ends now.
         SELECT id, task, CASE WHEN skipped THEN 'skipped' ELSE 'active' END, payload, priority,
                retries + CASE WHEN skipped THEN 0 ELSE 1 END, "maxRetries", "isScheduled", awaited, $2,
@@ -172,7 +174,7 @@ export function claimSql({ quoted: s, name: schemaName }: SchemaName) {
                    || '" had a run active or a later slot due (overlap: ''skip'').'
                END,
                "createdAt", CASE WHEN skipped THEN NULL ELSE ${at} END, CASE WHEN skipped THEN ${at} END,
-               "traceContext", ${queue}, "groupKey", seq
+               "traceContext", ${queue}, "groupKey", seq, "inFlow"
         FROM claimed c, LATERAL (SELECT c."skipReason" IS NOT NULL AS skipped) k
         ON CONFLICT (id) DO UPDATE SET
           state = EXCLUDED.state, attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
@@ -188,7 +190,8 @@ export function claimSql({ quoted: s, name: schemaName }: SchemaName) {
   /** What a claim returns of each claimed job `c` (see `ClaimRow`). */
   const claimedColumns = (queue: string) =>
     `c.id, c.task, c.payload, c.priority, c.retries + 1 AS attempt, c."maxRetries", c."traceContext",
-     c."skipReason" IS NOT NULL AS skipped, c."skipReason", ${queue} AS queue, c.seq AS claim`;
+     c."skipReason" IS NOT NULL AS skipped, c."skipReason", ${queue} AS queue, c.seq AS claim,
+     c."inFlow" IS TRUE AS "inFlow"`;
   /**
    * A limited queue's claim (see `claimLimited`) around `pick`, with the CTEs `walk` it reads, the
    * `cut` it reports, and whether a group's limit held it back (`groupBound`).

@@ -37,9 +37,9 @@ export function endingSql({ quoted: s }: SchemaName) {
         RETURNING h.*
       )
       INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled", awaited,
-                             "createdBy", "createdAt", "traceContext", queue, "groupKey")
+                             "createdBy", "createdAt", "traceContext", queue, "groupKey", "inFlow")
       SELECT id, task, payload, priority, attempt - 1, "maxRetries", "wasScheduled", awaited,
-             "executedBy", "createdAt", "traceContext", queue, "groupKey"
+             "executedBy", "createdAt", "traceContext", queue, "groupKey", "inFlow"
       FROM released
       RETURNING id`;
   return {
@@ -96,11 +96,12 @@ export function endingSql({ quoted: s }: SchemaName) {
       ), retried AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
                                "isScheduled", awaited, "createdBy", "createdAt", "traceContext", queue,
-                               "groupKey")
+                               "groupKey", "inFlow")
         SELECT id, task, payload, priority,
                now() + make_interval(secs => COALESCE($8::float8,
                                                       LEAST(power(2, LEAST(attempt - 1, 60)) * $5, $7))),
-               attempt, "maxRetries", "wasScheduled", awaited, $6, "createdAt", "traceContext", queue, "groupKey"
+               attempt, "maxRetries", "wasScheduled", awaited, $6, "createdAt", "traceContext", queue, "groupKey",
+               "inFlow"
         FROM failed WHERE attempt <= "maxRetries" AND NOT $9::bool
         RETURNING id
       )
@@ -153,9 +154,10 @@ export function endingSql({ quoted: s }: SchemaName) {
       )
       INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
                              "isScheduled", awaited, "createdBy", "createdAt", "traceContext", queue,
-                             "groupKey")
+                             "groupKey", "inFlow")
       SELECT id, task, payload, priority, now() + make_interval(secs => $3::float8), attempt - 1,
-             "maxRetries", "wasScheduled", awaited, $4, "createdAt", "traceContext", queue, "groupKey"
+             "maxRetries", "wasScheduled", awaited, $4, "createdAt", "traceContext", queue, "groupKey",
+             "inFlow"
       FROM snoozed
       RETURNING id`,
       (p: AttemptFence & { seconds: number; requeuedBy: string }) => [

@@ -22,6 +22,7 @@ import type { ClaimedJob, ClaimRow } from './claim.sql.js';
 import type { RunnerSql } from './runner.sql.js';
 import { RunningAttempt, RunningAttempts } from './running-attempts.js';
 import { ShutdownDrain } from './shutdown-drain.js';
+import { DependencyReader } from '../job-queue/dependency-reader.js';
 import { TaskExecutor } from './task-executor.js';
 
 /**
@@ -151,6 +152,7 @@ export class JobRunner {
       registry,
       workerPool,
       (attempt, json) => this.progress.report(attempt, json),
+      new DependencyReader(db),
       this.logger,
     );
     this.endings = new AttemptEndingWriter(

@@ -8,6 +8,7 @@ const attemptOf = (id: string, attempt: number, claim: string) =>
     queue: 'default',
     payload: {},
     attempt,
+    inFlow: false,
     maxRetries: 3,
     priority: 0,
     traceContext: null,

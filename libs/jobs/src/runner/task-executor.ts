@@ -13,6 +13,8 @@ import { runWithSchemas } from '../task-schemas/task-schemas.js';
 import type { WorkerPool } from '../worker-pool/worker-pool.js';
 import { fromThread } from '../worker-pool/worker-dispatcher.js';
 import type { WorkerJobOutcome } from '../worker-pool/worker-protocol.js';
+import type { DependencyReader } from '../job-queue/dependency-reader.js';
+import type { JobDependencies } from '../discovery/job-task.interfaces.js';
 import type { RunningAttempt } from './running-attempts.js';
 import { TaskTransaction } from './task-transaction.js';
 
@@ -45,6 +47,7 @@ export class TaskExecutor {
     private readonly registry: TaskRegistry,
     private readonly workerPool: WorkerPool,
     private readonly progress: (attempt: RunningAttempt, json: string) => void,
+    private readonly dependencies: DependencyReader,
     private readonly logger: Logger,
   ) {}
 
@@ -68,7 +71,10 @@ export class TaskExecutor {
       return new TaskOutcome(this.threw(attempt, err));
     }
     const { controller } = attempt;
-    const ctx = createJobContext(job, new AttemptSources(attempt, this.progress, transaction));
+    const ctx = createJobContext(
+      job,
+      new AttemptSources(attempt, this.progress, this.dependencies, transaction),
+    );
     let settled = false;
     // Through a promise, so that a task that throws synchronously rejects like one that rejects.
     // A task with a schema has its payload parsed and its result checked, inside its timeout.
@@ -104,7 +110,11 @@ export class TaskExecutor {
   private async runInThread(attempt: RunningAttempt, timeout: number): Promise<TaskOutcome> {
     let outcome: WorkerJobOutcome;
     try {
-      outcome = await this.workerPool.run(attempt.job, timeout, attempt.controller, (json) =>
+      // A thread has no database: a flow job's dependencies go with it.
+      const job = !attempt.job.inFlow
+        ? attempt.job
+        : { ...attempt.job, dependencies: await this.dependencies.read(attempt.job) };
+      outcome = await this.workerPool.run(job, timeout, attempt.controller, (json) =>
         this.progress(attempt, json),
       );
     } catch (err) {
@@ -130,9 +140,14 @@ class AttemptSources implements ContextSources {
   constructor(
     private readonly attempt: RunningAttempt,
     private readonly report: (attempt: RunningAttempt, json: string) => void,
+    private readonly reader: DependencyReader,
     transaction: TaskTransaction | undefined,
   ) {
     this.manager = transaction?.manager;
+  }
+
+  dependencies(): Promise<JobDependencies> {
+    return this.reader.read(this.attempt.job);
   }
 
   signal(): AbortSignal {

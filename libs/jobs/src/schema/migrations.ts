@@ -370,6 +370,117 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE ${s}."jobHistory" ADD COLUMN "claimToken" bigint;
     `,
   },
+  {
+    version: 13,
+    name: 'flows: jobs that wait for other jobs',
+    sql: ({ quoted: s }) => `
+      -- A flow: jobs added together, some waiting for others (addFlow).
+      CREATE TABLE ${s}."jobFlow" (
+        id uuid PRIMARY KEY,
+        name text,
+        "createdBy" text,
+        "createdAt" timestamptz NOT NULL DEFAULT now()
+      );
+      -- Each job of a flow, by the ref it was given. Written once by addFlow and read by getFlow
+      -- and ctx.dependencies(): the hot path never touches it. "waitUntil" is the job's own (NULL:
+      -- none), applied when its last dependency ends.
+      CREATE TABLE ${s}."jobFlowMember" (
+        "jobId" uuid PRIMARY KEY,
+        "flowId" uuid NOT NULL,
+        ref text NOT NULL,
+        "dependsOn" text[] NOT NULL DEFAULT '{}',
+        "onDependencyFailure" text NOT NULL DEFAULT 'cancel'
+          CHECK ("onDependencyFailure" IN ('cancel', 'run')),
+        "waitUntil" timestamptz,
+        -- Its place in the addFlow call: getFlow lists the jobs in that order.
+        position integer NOT NULL,
+        UNIQUE ("flowId", ref)
+      );
+      -- One row per dependency: "jobId" waits for "dependsOn". "ended" says the dependency's end
+      -- was counted, so that a job that ends again (retried by hand) never unblocks twice.
+      CREATE TABLE ${s}."jobDependency" (
+        "dependsOn" uuid NOT NULL,
+        "jobId" uuid NOT NULL,
+        ended boolean NOT NULL DEFAULT false,
+        PRIMARY KEY ("dependsOn", "jobId")
+      );
+      -- A flow job is marked in the queue and in history ("inFlow" true; NULL for every other job:
+      -- adding them touches only the catalog), so that the trigger below fires for its endings
+      -- alone; its flow is in "jobFlowMember". A flag, not the flow's id: history's rows stay as
+      -- narrow as they were (the planner's estimate of a history whose statistics are stale, and
+      -- the retention's plan with it, follows the row's width). "blockedBy": how many of its
+      -- dependencies have not ended; a blocked job waits in the queue with "waitUntil" =
+      -- 'infinity', past every claim's reach.
+      ALTER TABLE ${s}.jobs ADD COLUMN "inFlow" boolean, ADD COLUMN "blockedBy" integer;
+      ALTER TABLE ${s}."jobHistory" ADD COLUMN "inFlow" boolean;
+
+      -- A flow job ended for good (completed; failed, or interrupted, with no retry queued by the
+      -- statement that wrote it; cancelled): each of its dependents still blocked either is
+      -- cancelled (its dependency did not complete and its policy is 'cancel'), which ends it in
+      -- turn (this trigger again: the cancel goes down the flow), or counts one dependency fewer,
+      -- and is due when none is left. It runs inside the statement that wrote the ending, so the
+      -- ending's fence is its fence: a stale or repeated write that ends nothing fires nothing.
+      CREATE FUNCTION ${s}."flowJobEnded"() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE
+        channel text := TG_TABLE_SCHEMA || '_scheduler';
+        dependency text;
+        notified integer;
+        due integer;
+      BEGIN
+        -- A failure whose retry the same statement queued is not an end.
+        IF EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = NEW.id) THEN
+          RETURN NULL;
+        END IF;
+        SELECT m.ref INTO dependency FROM ${s}."jobFlowMember" m WHERE m."jobId" = NEW.id;
+        WITH counted AS (
+          UPDATE ${s}."jobDependency" d SET ended = true
+          WHERE d."dependsOn" = NEW.id AND NOT d.ended
+          RETURNING d."jobId"
+        ), removed AS (
+          DELETE FROM ${s}.jobs j
+          USING counted c, ${s}."jobFlowMember" m
+          WHERE j.id = c."jobId" AND j."blockedBy" > 0 AND m."jobId" = j.id
+            AND NEW.state <> 'completed' AND m."onDependencyFailure" = 'cancel'
+          RETURNING j.*
+        ), cancelled AS (
+          INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
+                                               "wasScheduled", awaited, "createdAt", "completedAt", queue,
+                                               "groupKey", "inFlow", "lastErrorMessage")
+          SELECT id, task, 'cancelled', payload, priority, retries, "maxRetries", "isScheduled", awaited,
+                 "createdAt", now(), queue, "groupKey", "inFlow",
+                 format('Cancelled: its dependency "%s" (%s) ended %s.', dependency, NEW.id, NEW.state)
+          FROM removed
+          ON CONFLICT (id) DO UPDATE SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now(),
+            "lastErrorMessage" = EXCLUDED."lastErrorMessage", awaited = h.awaited OR EXCLUDED.awaited
+          RETURNING id, awaited
+        ), unblocked AS (
+          UPDATE ${s}.jobs j
+          SET "blockedBy" = j."blockedBy" - 1,
+              "waitUntil" = CASE WHEN j."blockedBy" = 1 THEN GREATEST(now(), m."waitUntil")
+                                 ELSE j."waitUntil" END
+          FROM counted c, ${s}."jobFlowMember" m
+          WHERE j.id = c."jobId" AND j."blockedBy" > 0 AND m."jobId" = j.id
+            AND NOT (NEW.state <> 'completed' AND m."onDependencyFailure" = 'cancel')
+          RETURNING j."blockedBy", j."waitUntil"
+        ), told AS (
+          SELECT pg_notify(channel, json_build_object('event', 'jobCompleted', 'id', id,
+                                                      'state', 'cancelled')::text)
+          FROM cancelled WHERE awaited
+        )
+        SELECT (SELECT count(*) FROM told), count(*) FILTER (WHERE "blockedBy" = 0 AND "waitUntil" <= now())
+          INTO notified, due FROM unblocked;
+        IF due > 0 THEN
+          PERFORM pg_notify(channel, '{"event":"newJob"}');
+        END IF;
+        RETURN NULL;
+      END
+      $$;
+      CREATE TRIGGER flow_job_ended AFTER INSERT OR UPDATE OF state ON ${s}."jobHistory"
+        FOR EACH ROW
+        WHEN (NEW."inFlow" AND NEW.state IN ('completed', 'failed', 'interrupted', 'cancelled'))
+        EXECUTE FUNCTION ${s}."flowJobEnded"();
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */

@@ -55,6 +55,10 @@ export class JobEntity {
   @column('queue', 'text') queue!: string;
   /** `AddJobOptions.groupKey`: its group in its queue's `groupConcurrency`. */
   @column('groupKey', 'text', true) groupKey!: string | null;
+  /** `true` for a job of a flow (`addFlow`). */
+  @column('inFlow', 'boolean', true) inFlow!: boolean | null;
+  /** How many of its flow dependencies have not ended: while above 0, it is blocked. */
+  @column('blockedBy', 'integer', true) blockedBy!: number | null;
 }
 
 /**
@@ -68,7 +72,7 @@ export class JobEntity {
 export class JobHistoryEntity {
   @PrimaryColumn({ name: 'id', type: 'uuid' }) id!: string;
   @column('task', 'text') task!: string;
-  @column('state', 'text') state!: Exclude<JobState, 'pending'>;
+  @column('state', 'text') state!: Exclude<JobState, 'pending' | 'blocked'>;
   @column('payload', 'jsonb') payload!: unknown;
   @column('priority', 'integer') priority!: number;
   /** The attempt's number, from 1. */
@@ -96,6 +100,8 @@ export class JobHistoryEntity {
   @column('snoozes', 'integer') snoozes!: number;
   /** The claim of the latest attempt, which fences the writes that end it; bigint, as a string. */
   @column('claimToken', 'bigint', true) claimToken!: string | null;
+  /** `true` for a job of a flow (`addFlow`). */
+  @column('inFlow', 'boolean', true) inFlow!: boolean | null;
 }
 
 /**

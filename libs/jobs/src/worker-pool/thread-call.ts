@@ -42,8 +42,18 @@ export class ThreadCall {
     this.thread = undefined;
     this.key = key;
     this.control = control;
-    const { id, task, payload, attempt, maxRetries } = this.job;
-    return { key, slot, id, task, payload, attempt, maxRetries, timeout: this.timeout };
+    const { id, task, payload, attempt, maxRetries, dependencies } = this.job;
+    return {
+      key,
+      slot,
+      id,
+      task,
+      payload,
+      attempt,
+      maxRetries,
+      timeout: this.timeout,
+      ...(dependencies && { dependencies }),
+    };
   }
 
   /** Back in the main thread's queue: taken back from its thread before it started. */

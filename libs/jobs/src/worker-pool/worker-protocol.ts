@@ -1,5 +1,6 @@
 import type { AttemptEnding, RetryDecision } from '../attempt/attempt-ending.js';
 import type { JobTaskOptions } from '../discovery/job-task.interfaces.js';
+import type { JobDependencies } from '../discovery/job-task.interfaces.js';
 
 /**
  * What crosses between the main thread and a pool thread. Everything here is structured-cloned
@@ -37,6 +38,8 @@ export interface WorkerJobRequest {
   readonly maxRetries: number;
   /** Seconds of `taskTimeout` for this attempt: the thread builds its `JobTimeoutError` from it. */
   readonly timeout: number;
+  /** A flow job's dependencies (`ctx.dependencies()`), read by the main thread. */
+  readonly dependencies?: JobDependencies;
 }
 
 /**

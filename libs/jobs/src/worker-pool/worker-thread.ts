@@ -24,6 +24,7 @@ import type { JobControl } from './job-control.js';
 import { payloadJsonSchema } from '../task-schemas/payload-json-schema.js';
 import { runWithSchemas } from '../task-schemas/task-schemas.js';
 import type { TaskSchemas } from '../task-schemas/task-schemas.js';
+import type { JobDependencies } from '../discovery/job-task.interfaces.js';
 import { DESCRIBE_TASKS, RUN_BATCH } from './worker-protocol.js';
 import type {
   ThreadErrorFields,
@@ -170,6 +171,10 @@ class ThreadJobSources implements ContextSources {
     if (control.abortCode() === SIGNAL_NONE) void control.whenSignalled().then(abort);
     else abort();
     return controller.signal;
+  }
+
+  dependencies(): Promise<JobDependencies> {
+    return Promise.resolve(this.request.dependencies ?? {});
   }
 
   progress(json: string): void {
