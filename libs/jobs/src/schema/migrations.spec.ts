@@ -33,6 +33,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       10: 'd9ce38fc5825',
       11: 'e896f62ef0ec',
       12: 'eb3380e2916b',
+      13: 'e601be451855',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [
