@@ -29,7 +29,7 @@ export function historyPartitionsSql(schema: SchemaName) {
   return {
     /** The database's clock (ms) and the partitions of history, with their bounds as printed. */
     partitions: `
-      SELECT (extract(epoch FROM now()) * 1000)::float8 AS now,
+      SELECT floor(extract(epoch FROM now()) * 1000)::float8 AS now,
              coalesce(array_agg(c.relname::text ORDER BY c.relname) FILTER (WHERE c.oid IS NOT NULL), '{}') AS names,
              coalesce(array_agg(pg_get_expr(c.relpartbound, c.oid) ORDER BY c.relname) FILTER (WHERE c.oid IS NOT NULL), '{}') AS bounds
       FROM (SELECT 1) one
