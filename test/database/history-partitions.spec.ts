@@ -2,10 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { RetentionService } from 'nestjs-pg-jobs';
 import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
 import { historyPartitionsSql } from '../../libs/jobs/src/history-partitions/history-partitions.sql.js';
-import {
-  idBound,
-  partitionName,
-} from '../../libs/jobs/src/history-partitions/partition-range.js';
+import { idBound, partitionName } from '../../libs/jobs/src/history-partitions/partition-range.js';
 import { startJobsApp, waitFor } from '../support/jobs-app.js';
 import type { JobsApp } from '../support/jobs-app.js';
 import { recording } from '../support/recorder.js';
@@ -181,9 +178,15 @@ describe('retention', () => {
 
   it('clears expired rows of the default partition from a range before making its partition, and leaves a range with rows to keep', async () => {
     const ahead = (await attached()).filter((name) => name !== 'jobHistory_default').sort();
-    const next = Math.max(...ahead.map((name) => Date.parse(
-      `${name.slice(11, 15)}-${name.slice(15, 17)}-${name.slice(17, 19)}T${name.slice(20, 22)}:${name.slice(22, 24)}:${name.slice(24, 26)}Z`,
-    ))) + INTERVAL * 1000;
+    const next =
+      Math.max(
+        ...ahead.map((name) =>
+          Date.parse(
+            `${name.slice(11, 15)}-${name.slice(15, 17)}-${name.slice(17, 19)}T${name.slice(20, 22)}:${name.slice(22, 24)}:${name.slice(24, 26)}Z`,
+          ),
+        ),
+      ) +
+      INTERVAL * 1000;
     // An old version 4 id that happens to fall in the next range, expired; one in the range after, running.
     const expired = idAt(next + 5);
     await historyRow(expired, 'completed', 2 * HOUR);
@@ -233,7 +236,9 @@ it('makes no partition with historyPartitionInterval 0: history stays one table,
        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'tiny."jobHistory"'::regclass`,
       [id],
     );
-    expect(partitions).toEqual([{ name: 'jobHistory_default', partition: 'tiny."jobHistory_default"' }]);
+    expect(partitions).toEqual([
+      { name: 'jobHistory_default', partition: 'tiny."jobHistory_default"' },
+    ]);
 
     await db.query(
       `UPDATE tiny."jobHistory" SET "completedAt" = now() - interval '2 hours' WHERE id = $1`,

@@ -152,19 +152,20 @@ export class HistoryPartitions {
   /** Detaches and drops `partition` if every row in it expired and none is to be kept. */
   private async dropIfExpired(partition: TimePartition): Promise<void> {
     const expiration = [this.options.historyExpiration];
-    const [{ droppable }] = (await this.db.query(
-      this.sql.droppable(partition),
-      expiration,
-    )) as { droppable: boolean }[];
+    const [{ droppable }] = (await this.db.query(this.sql.droppable(partition), expiration)) as {
+      droppable: boolean;
+    }[];
     if (!droppable) return;
     await this.step(`dropping ${partition.name}`, async () => {
       // Checked again once detached: no write can reach it any more.
       const detached = await this.inShortTransaction(
         [this.sql.detach(partition)],
         async (client) =>
-          ((await client.query(this.sql.droppable(partition), expiration)).rows[0] as {
-            droppable: boolean;
-          }).droppable,
+          (
+            (await client.query(this.sql.droppable(partition), expiration)).rows[0] as {
+              droppable: boolean;
+            }
+          ).droppable,
       );
       if (!detached) return;
       await this.db.query(this.sql.dropTable(partition.name));

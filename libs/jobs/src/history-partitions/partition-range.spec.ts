@@ -43,9 +43,7 @@ describe('partition ranges of job ids (UUID version 7)', () => {
       at + 90 * 60_000,
     ]);
     const latest = { name: 'x', from: at, to: at + HOUR };
-    expect(partitionsToMake([latest], at, HOUR, 2 * HOUR).map((p) => p.from)).toEqual([
-      at + HOUR,
-    ]);
+    expect(partitionsToMake([latest], at, HOUR, 2 * HOUR).map((p) => p.from)).toEqual([at + HOUR]);
     // After a gap (every instance down), from the current interval on, not over the gap.
     const old = { name: 'y', from: at - 48 * HOUR, to: at - 47 * HOUR };
     expect(partitionsToMake([old], at, HOUR, HOUR).map((p) => p.from)).toEqual([
