@@ -19,6 +19,12 @@ import type { SchemaName } from '../database/schema-name.js';
  * - The version row of a non-transactional migration is inserted only after all its statements
  *   succeeded, so a failed one is run again, whole, by the next boot.
  * - A change of a small table, or one that only touches the catalog, stays transactional (`sql`).
+ * - From version 13 on, `jobHistory` is partitioned (its partitions are made and dropped at run
+ *   time, `history-partitions/`). `CREATE INDEX CONCURRENTLY` is refused on a partitioned table:
+ *   build an index of history as `CREATE INDEX ... ON ONLY "jobHistory"` (nothing is built), then
+ *   on each partition CONCURRENTLY, then `ALTER INDEX ... ATTACH PARTITION` each one. A unique
+ *   index must include `id`, the partition key. A column added to `jobHistory` reaches every
+ *   partition, and the partitions made later copy it (`LIKE "jobHistory"`).
  *
  * `migrations.spec.ts` holds these rules on `MIGRATIONS`.
  */
