@@ -4,15 +4,15 @@ import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
 import { metricsSql } from '../../libs/jobs/src/metrics/metrics.sql.js';
 import { resolveJobsOptions } from '../../libs/jobs/src/options/resolve-options.js';
 import { SchemaMigrator } from '../../libs/jobs/src/schema/schema-migrator.js';
-import { planNodes } from '../support/query-plan.js';
+import { planNodes, withParentNames } from '../support/query-plan.js';
 import type { PlanNode } from '../support/query-plan.js';
 import { useTestDatabase } from '../support/test-database.js';
 
 const db = useTestDatabase();
 const HISTORY_ROWS = 200_000;
 
-function plan(text: string, values: unknown[]): Promise<PlanNode[]> {
-  return planNodes(db, text, values);
+async function plan(text: string, values: unknown[]): Promise<PlanNode[]> {
+  return withParentNames(await planNodes(db, text, values));
 }
 
 beforeAll(async () => {

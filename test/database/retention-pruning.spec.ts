@@ -58,7 +58,7 @@ beforeAll(async () => {
     CREATE TABLE public.deletes (n int, at timestamptz DEFAULT clock_timestamp());
     CREATE FUNCTION public.count_deletes() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN INSERT INTO public.deletes (n) SELECT count(*) FROM gone; RETURN NULL; END $$;
-    CREATE TRIGGER count_deletes AFTER DELETE ON jobs."jobHistory"
+    CREATE TRIGGER count_deletes AFTER DELETE ON jobs."jobHistory_default"
       REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.count_deletes();
   `);
 });
@@ -159,20 +159,23 @@ it('does not warn when a round keeps up', async () => {
 
 it('deletes a batch by walking the end-time index from its oldest end, even on a history whose statistics say it is empty', async () => {
   // What a busy install sees until autovacuum analyses: statistics of a table far smaller.
-  await db.query('ALTER TABLE jobs."jobHistory" SET (autovacuum_enabled = false)');
+  await db.query('ALTER TABLE jobs."jobHistory_default" SET (autovacuum_enabled = false)');
   try {
-    await db.query('ANALYZE jobs."jobHistory"');
+    await db.query('ANALYZE jobs."jobHistory_default"');
     await expiredRows(30_000, 2 * HOUR);
     const { pruneBatch } = retentionSql(toSchemaName('jobs'));
-    const nodes = await planNodes(db, pruneBatch, [HOUR, 1000]);
-    expect(nodes.filter((node) => node['Relation Name'] === 'jobHistory')).toContainEqual(
-      expect.objectContaining({ 'Node Type': 'Index Scan', 'Index Name': 'job_history_ended_at' }),
+    const nodes = await planNodes(db, pruneBatch('jobHistory_default'), [HOUR, 1000]);
+    expect(nodes.filter((node) => node['Relation Name'] === 'jobHistory_default')).toContainEqual(
+      expect.objectContaining({
+        'Node Type': 'Index Scan',
+        'Index Name': 'job_history_ended_at_default',
+      }),
     );
     // Nothing collects, or sorts, every expired row for each batch.
     const types = nodes.map((node) => node['Node Type']);
     expect(types).not.toContain('Sort');
     expect(types).not.toContain('Bitmap Heap Scan');
   } finally {
-    await db.query('ALTER TABLE jobs."jobHistory" RESET (autovacuum_enabled)');
+    await db.query('ALTER TABLE jobs."jobHistory_default" RESET (autovacuum_enabled)');
   }
 });

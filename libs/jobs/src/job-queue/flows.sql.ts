@@ -14,7 +14,7 @@ const flowJobState = `CASE WHEN j.id IS NULL THEN h.state
  * The flows' statements. A flow is its `jobFlow` row, one `jobFlowMember` row per job (its ref,
  * the refs it depends on, its policy) and one `jobDependency` row per dependency; its jobs are
  * ordinary jobs marked "inFlow", in the queue and then in history. What unblocks or cancels a
- * dependent when a job ends is the `flowJobEnded` trigger (migration 13), inside the statement that
+ * dependent when a job ends is the `flowJobEnded` trigger (migration 14), inside the statement that
  * wrote the ending.
  */
 export function flowsSql({ quoted: s }: SchemaName) {

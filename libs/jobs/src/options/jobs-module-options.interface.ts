@@ -129,6 +129,15 @@ export interface JobsModuleOptions {
   /** Rows one pruning statement deletes at most, so pruning never holds long locks. Default 1000. */
   historyPruneBatchSize?: number;
   /**
+   * Seconds of job ids (of enqueue time) each partition of `jobHistory` covers. Partitions are made
+   * ahead, and one whose jobs all expired is dropped whole, so retention deletes no rows one by one;
+   * an ended job then stays from `historyExpiration` to about `historyExpiration` + two intervals.
+   * Default a quarter of `historyExpiration`, from 60 s to one day. `0` makes no partitions: every
+   * row stays in the one default partition, pruned by `DELETE`s in batches as before (for a small
+   * install that wants no DDL at run time).
+   */
+  historyPartitionInterval?: number;
+  /**
    * Bytes a task's result (what `run()` returns, as JSON) may take at most. A larger result fails
    * its attempt with `ResultTooLargeError`: it would be stored in `jobHistory` and read by every
    * caller awaiting the job. Default 1048576 (1 MiB).

@@ -36,6 +36,7 @@ export interface ResolvedJobsOptions extends DatabaseOptions {
   readonly progressInterval: number;
   readonly historyExpiration: number;
   readonly historyPruneBatchSize: number;
+  readonly historyPartitionInterval: number;
   readonly allowUnknownTasks: boolean;
   readonly runJobs: boolean;
   readonly schedules: readonly ValidatedSchedule[];

@@ -2,6 +2,8 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
+import { HistoryPartitions } from '../history-partitions/history-partitions.js';
+import { DEFAULT_PARTITION } from '../history-partitions/partition-range.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { retentionSql } from './retention.sql.js';
@@ -14,7 +16,12 @@ export const PRUNE_BATCHES_BEFORE_WARNING = 100;
 
 /**
  * Prunes `jobHistory` of jobs that ended more than `historyExpiration` seconds ago, on every
- * `scheduledCheck`.
+ * `scheduledCheck` (and once at start).
+ *
+ * History is partitioned by time (`historyPartitionInterval`): a round first keeps the partitions
+ * (`HistoryPartitions`: made ahead, dropped whole once every job in them expired), then deletes in
+ * batches what no drop removes: the rows of the default partition (ids of no time partition), and
+ * those of a partition held past its drop by a row that outlives the rest.
  *
  * Never one huge `DELETE`: each statement removes at most `historyPruneBatchSize` rows (a delete
  * of millions of rows holds its locks, bloats WAL and stalls replicas for as long as it runs). A
@@ -32,6 +39,7 @@ export class RetentionService {
   private readonly logger = new Logger('JobsRetention');
   private readonly sql: ReturnType<typeof retentionSql>;
   private readonly tick: Tick;
+  private readonly partitions: HistoryPartitions;
   private stopping = false;
 
   /** @internal Nest constructs it: its parameters are the module's internals. */
@@ -40,6 +48,7 @@ export class RetentionService {
     @Inject(JobsDatabase) private readonly db: JobsDatabase,
   ) {
     this.sql = retentionSql(db.schema);
+    this.partitions = new HistoryPartitions(options, db, this.logger);
     this.tick = new Tick(
       'Pruning job history',
       options.scheduledCheck * 1000,
@@ -48,10 +57,13 @@ export class RetentionService {
     );
   }
 
-  /** Deletes one batch of expired history; returns how many rows it deleted. */
-  async pruneBatch(): Promise<number> {
+  /**
+   * Deletes one batch of expired history from `partition` (by default the default partition, where
+   * rows of no time partition are); returns how many rows it deleted.
+   */
+  async pruneBatch(partition = DEFAULT_PARTITION): Promise<number> {
     if (this.options.historyExpiration === 0) return 0;
-    const rows = await this.db.query(this.sql.pruneBatch, [
+    const rows = await this.db.query(this.sql.pruneBatch(partition), [
       this.options.historyExpiration,
       this.options.historyPruneBatchSize,
     ]);
@@ -59,14 +71,25 @@ export class RetentionService {
   }
 
   /**
-   * Deletes expired history batch by batch until a batch comes back short (none is left), or the
-   * instance shuts down; returns the total.
+   * Keeps the partitions (dropping the expired ones), then deletes the expired rows no drop removes,
+   * batch by batch until a batch comes back short (none is left), or the instance shuts down;
+   * returns the rows deleted. `lease: false` (for tests) keeps the partitions even if another
+   * instance did so moments ago.
    */
-  async pruneExpiredHistory(): Promise<number> {
+  async pruneExpiredHistory({ lease = true } = {}): Promise<number> {
+    let total = 0;
+    for (const partition of await this.partitions.maintain({ lease })) {
+      if (this.stopping) break;
+      total += await this.prunePartition(partition);
+    }
+    return total;
+  }
+
+  private async prunePartition(partition: string): Promise<number> {
     const startedAt = Date.now();
     let total = 0;
     for (let batches = 1; ; batches++) {
-      const deleted = await this.pruneBatch();
+      const deleted = await this.pruneBatch(partition);
       total += deleted;
       if (deleted < this.options.historyPruneBatchSize || this.stopping) break;
       if (batches === PRUNE_BATCHES_BEFORE_WARNING) {
@@ -81,16 +104,21 @@ export class RetentionService {
     }
     if (total > 0) {
       this.logger.log(
-        `Pruned ${total} job history row(s) past historyExpiration in ${seconds(startedAt)} s.`,
+        `Pruned ${total} job history row(s) past historyExpiration from ${partition} in ${seconds(startedAt)} s.`,
       );
     }
     return total;
   }
 
-  /** @internal With `historyExpiration: 0` history is kept forever. */
+  /**
+   * @internal A round at once, so that partitions exist ahead from the start. With
+   * `historyExpiration: 0` history is kept forever, and only partitions are made.
+   */
   start(): void {
     this.stopping = false;
-    if (this.options.historyExpiration > 0) this.tick.start();
+    if (this.options.historyExpiration > 0 || this.options.historyPartitionInterval > 0) {
+      void this.tick.startNow();
+    }
   }
 
   /** @internal */

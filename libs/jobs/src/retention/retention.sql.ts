@@ -1,28 +1,36 @@
 import type { SchemaName } from '../database/schema-name.js';
+import { DEFAULT_PARTITION, isTimePartitionName } from '../history-partitions/partition-range.js';
 
 export function retentionSql({ quoted: s }: SchemaName) {
   return {
     /**
-     * Deletes at most $2 history rows of jobs that ended for good more than $1 seconds ago, oldest
-     * first. A `failed` or `interrupted` row whose job is queued again (a retry is pending) still
-     * describes a live job and is kept, as is a `snoozed` one. `SKIP LOCKED` lets two instances
-     * prune side by side, and the `LIMIT` keeps each statement's locks and WAL small however much
-     * has piled up.
+     * Deletes at most $2 rows of `partition`, a partition of `jobHistory` (the default partition,
+     * or a time partition held past its drop by a row that outlives the rest: the others are
+     * dropped whole, `history-partitions/`), of jobs that ended for good more than $1 seconds ago,
+     * oldest first. A `failed` or `interrupted` row whose job is queued again (a retry is pending)
+     * still describes a live job and is kept, as is a `snoozed` one. `SKIP LOCKED` lets two
+     * instances prune side by side, and the `LIMIT` keeps each statement's locks and WAL small
+     * however much has piled up.
      *
-     * Plan: it must walk job_history_ended_at from its oldest end and stop at the limit. The states
-     * are therefore named by the ones left out (an attempt that has not ended, `active`, and the
-     * record of a snooze, whose job waits in the queue), never as `state IN (...)`: on a history
-     * whose statistics are missing or stale, that list matches job_history_state_ended_at, and the
-     * planner collected every expired row through it and sorted them all, for each batch of a
-     * round, so that a batch's cost grew with the backlog instead of its size (see "History growth
-     * under a steady drain" in docs/performance.md). `test/database/retention-pruning.spec.ts` holds the
-     * plan. A state added later that must outlive its "completedAt" has to be left out here too.
+     * Plan: it must walk the partition's end-time index (job_history_ended_at's) from its oldest end
+     * and stop at the limit. The states are therefore named by the ones left out (an attempt that
+     * has not ended, `active`, and the record of a snooze, whose job waits in the queue), never as
+     * `state IN (...)`: on a history whose statistics are missing or stale, that list matches
+     * job_history_state_ended_at, and the planner collected every expired row through it and
+     * sorted them all, for each batch of a round, so that a batch's cost grew with the backlog
+     * instead of its size (see "History growth under a steady drain" in docs/performance.md).
+     * `test/database/retention-pruning.spec.ts` holds the plan. A state added later that must
+     * outlive its "completedAt" has to be left out here too (and in `history-partitions.sql.ts`).
      *
      * $1 historyExpiration (seconds) $2 batch size
      */
-    pruneBatch: `
+    pruneBatch: (partition: string) => {
+      if (partition !== DEFAULT_PARTITION && !isTimePartitionName(partition)) {
+        throw new Error(`${partition} is not a partition of jobHistory`);
+      }
+      return `
       WITH expired AS (
-        SELECT h.id FROM ${s}."jobHistory" h
+        SELECT h.id FROM ${s}."${partition}" h
         WHERE h."completedAt" < now() - make_interval(secs => $1)
           AND h.state NOT IN ('active', 'snoozed')
           AND NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = h.id)
@@ -30,7 +38,8 @@ export function retentionSql({ quoted: s }: SchemaName) {
         LIMIT $2
         FOR UPDATE SKIP LOCKED
       )
-      DELETE FROM ${s}."jobHistory" h USING expired WHERE h.id = expired.id
-      RETURNING h.id`,
+      DELETE FROM ${s}."${partition}" h USING expired WHERE h.id = expired.id
+      RETURNING h.id`;
+    },
   };
 }

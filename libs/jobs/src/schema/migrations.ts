@@ -19,6 +19,12 @@ import type { SchemaName } from '../database/schema-name.js';
  * - The version row of a non-transactional migration is inserted only after all its statements
  *   succeeded, so a failed one is run again, whole, by the next boot.
  * - A change of a small table, or one that only touches the catalog, stays transactional (`sql`).
+ * - From version 13 on, `jobHistory` is partitioned (its partitions are made and dropped at run
+ *   time, `history-partitions/`). `CREATE INDEX CONCURRENTLY` is refused on a partitioned table:
+ *   build an index of history as `CREATE INDEX ... ON ONLY "jobHistory"` (nothing is built), then
+ *   on each partition CONCURRENTLY, then `ALTER INDEX ... ATTACH PARTITION` each one. A unique
+ *   index must include `id`, the partition key. A column added to `jobHistory` reaches every
+ *   partition, and the partitions made later copy it (`LIKE "jobHistory"`).
  *
  * `migrations.spec.ts` holds these rules on `MIGRATIONS`.
  */
@@ -372,6 +378,50 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 13,
+    name: 'history partitioned by job id (time): the table so far becomes the default partition',
+    sql: ({ quoted: s }) => `
+      -- Catalog changes only, under one brief ACCESS EXCLUSIVE lock (taken with the migrator's
+      -- short lock_timeout and retried): nothing is scanned or rewritten, whatever the table holds.
+      -- The table so far becomes the DEFAULT partition of a new parent partitioned by RANGE (id):
+      -- attached to a parent without other partitions, a default partition has no constraint to
+      -- prove, so PostgreSQL does not scan it. It keeps every row, of every id version: job ids
+      -- were random (version 4) before they sorted by time, so an old table's ids are spread over
+      -- the whole uuid range and could not be bounded by a CHECK. The library then attaches
+      -- partitions of time ranges ahead (history-partitions/); any id outside them (an old job's,
+      -- a row written while no partition covered its time) lands in the default and never fails.
+      ALTER TABLE ${s}."jobHistory" RENAME TO "jobHistory_default";
+      ALTER TABLE ${s}."jobHistory_default" RENAME CONSTRAINT "jobHistory_pkey" TO "jobHistory_default_pkey";
+      -- The columns as they are now (those other migrations added included), not a list of them.
+      CREATE TABLE ${s}."jobHistory" (LIKE ${s}."jobHistory_default" INCLUDING DEFAULTS INCLUDING GENERATED
+        INCLUDING STORAGE INCLUDING COMPRESSION INCLUDING COMMENTS) PARTITION BY RANGE (id);
+      -- The primary key stays (id): a look-up by id, and ON CONFLICT (id), reach one partition.
+      ALTER TABLE ONLY ${s}."jobHistory" ADD CONSTRAINT "jobHistory_pkey" PRIMARY KEY (id);
+      DO $do$
+      DECLARE r record;
+      BEGIN
+        -- Every CHECK as valid as it is on the table: a partition's NOT VALID constraint may only
+        -- match a NOT VALID one of its parent, and validating would scan the table.
+        FOR r IN SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
+                 WHERE conrelid = '${s}."jobHistory_default"'::regclass AND contype = 'c' LOOP
+          EXECUTE format('ALTER TABLE ${s}."jobHistory" ADD CONSTRAINT %I %s', r.conname, r.def);
+        END LOOP;
+        -- Every other index of the table, by its definition: the parent's keeps the name (on ONLY
+        -- the parent: nothing is built), the table's is renamed, and the attach below pairs them.
+        FOR r IN SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS def
+                 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                 WHERE i.indrelid = '${s}."jobHistory_default"'::regclass AND NOT i.indisprimary LOOP
+          EXECUTE format('ALTER INDEX ${s}.%I RENAME TO %I', r.name, left(r.name, 55) || '_default');
+          EXECUTE regexp_replace(r.def, ' ON \\S+ USING ', ' ON ONLY ${s}."jobHistory" USING ');
+        END LOOP;
+      END
+      $do$;
+      ALTER TABLE ${s}."jobHistory" ATTACH PARTITION ${s}."jobHistory_default" DEFAULT;
+      -- The lease of partition upkeep (creating ahead, dropping expired), as 'cron' is the planner's.
+      INSERT INTO ${s}."jobLock" (key) VALUES ('historyPartitions') ON CONFLICT DO NOTHING;
+    `,
+  },
+  {
+    version: 14,
     name: 'flows: jobs that wait for other jobs',
     sql: ({ quoted: s }) => `
       -- A flow: jobs added together, some waiting for others (addFlow).

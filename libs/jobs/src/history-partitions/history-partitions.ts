@@ -1,0 +1,236 @@
+import type { Logger } from '@nestjs/common';
+import type pg from 'pg';
+import type { JobsDatabase } from '../database/jobs-database.js';
+import { inTransaction } from '../database/transaction.js';
+import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import { historyPartitionsSql } from './history-partitions.sql.js';
+import {
+  DEFAULT_PARTITION,
+  partitionAge,
+  partitionsToMake,
+  startOfName,
+  timePartitionOf,
+} from './partition-range.js';
+import type { TimePartition } from './partition-range.js';
+
+/** SQLSTATE of a lock wait past `lock_timeout`: the step is tried again next round. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+type Options = Pick<
+  ResolvedJobsOptions,
+  | 'historyExpiration'
+  | 'historyPartitionInterval'
+  | 'scheduledCheck'
+  | 'migrationTableLockTimeout'
+  | 'instanceId'
+>;
+
+/**
+ * Keeps `jobHistory` partitioned by time: attaches partitions ahead of the clock and drops whole
+ * the ones whose rows all expired, so that retention deletes no rows one by one (see
+ * docs/operations.md, "Retention"). The parent (migration 13) partitions by RANGE (id): a job id
+ * of version 7 starts with the time it was made, so a partition holds the jobs enqueued in its
+ * interval, and a look-up by id probes one partition's primary key. Rows of no time partition
+ * (ids of version 4 from before, ids of a time no partition covered) are in the default partition,
+ * pruned in batches as before.
+ *
+ * Every DDL statement runs in its own short transaction under `migrationTableLockTimeout`: a lock
+ * it cannot get at once (behind a long transaction on history) gives the queued claims their turn
+ * and is tried again next round. Instances share the work through a lease (`takeLease`), and every
+ * step re-reads the catalog, so two instances that meet anyway only see a step fail and skip it.
+ */
+export class HistoryPartitions {
+  private readonly sql: ReturnType<typeof historyPartitionsSql>;
+
+  constructor(
+    private readonly options: Options,
+    private readonly db: JobsDatabase,
+    private readonly logger: Pick<Logger, 'log' | 'warn'>,
+  ) {
+    this.sql = historyPartitionsSql(db.schema);
+  }
+
+  /**
+   * One round: under the lease, drops what a failed round left, attaches the partitions ahead, and
+   * drops the due partitions that hold nothing to keep. Returns the tables whose expired rows are
+   * deleted in batches: the default partition, and the overdue partitions (held by a row that
+   * outlives the rest).
+   */
+  async maintain({ lease = true } = {}): Promise<string[]> {
+    const leased =
+      !lease ||
+      (
+        await this.db.query(this.sql.takeLease, [
+          this.options.instanceId,
+          this.options.scheduledCheck / 2,
+        ])
+      ).length > 0;
+    let { now, attached } = await this.list();
+    if (leased) {
+      await this.dropDetachedTables(attached, now);
+      if (this.options.historyPartitionInterval > 0) {
+        for (const partition of partitionsToMake(
+          attached,
+          now,
+          this.options.historyPartitionInterval * 1000,
+          this.aheadMs(),
+        )) {
+          await this.make(partition);
+        }
+      }
+      if (this.options.historyExpiration > 0) {
+        for (const partition of attached) {
+          if (partitionAge(partition, now, this.expirationMs()) !== 'recent') {
+            await this.dropIfExpired(partition);
+          }
+        }
+      }
+      ({ now, attached } = await this.list());
+    }
+    if (this.options.historyExpiration === 0) return [];
+    const overdue = attached.filter(
+      (partition) => partitionAge(partition, now, this.expirationMs()) === 'overdue',
+    );
+    return [DEFAULT_PARTITION, ...overdue.map((partition) => partition.name)];
+  }
+
+  /** The database's clock and the attached time partitions, oldest first. */
+  async list(): Promise<{ now: number; attached: TimePartition[] }> {
+    const [row] = (await this.db.query(this.sql.partitions)) as {
+      now: number;
+      names: string[];
+      bounds: string[];
+    }[];
+    const attached = row.names
+      .map((name, i) => timePartitionOf(name, row.bounds[i]))
+      .filter((partition): partition is TimePartition => partition !== undefined)
+      .sort((a, b) => a.from - b.from);
+    return { now: row.now, attached };
+  }
+
+  /**
+   * How far ahead partitions exist: two intervals, and one more round, so that a round that is
+   * late or fails leaves the next ones time.
+   */
+  private aheadMs(): number {
+    return (2 * this.options.historyPartitionInterval + this.options.scheduledCheck) * 1000;
+  }
+
+  private expirationMs(): number {
+    return this.options.historyExpiration * 1000;
+  }
+
+  /** Creates and attaches `partition`, unless the default partition holds rows of its range to keep. */
+  private async make(partition: TimePartition): Promise<void> {
+    const [inRange] = (await this.db.query(this.sql.defaultHoldsRange(partition))) as {
+      held: boolean;
+    }[];
+    const [{ held }] = inRange.held
+      ? ((await this.db.query(this.sql.clearDefaultRange(partition), [
+          this.options.historyExpiration,
+        ])) as { held: boolean }[])
+      : [inRange];
+    if (held) {
+      this.logger.warn(
+        `History partition ${partition.name} is not made: the default partition holds rows of its range that ` +
+          'are to be kept; they stay there, and its jobs are recorded there until the next partition begins.',
+      );
+      return;
+    }
+    await this.step(`making ${partition.name}`, async () => {
+      await this.inShortTransaction([this.sql.createTable(partition)]);
+      await this.inShortTransaction([this.sql.addElsewhere(partition)]);
+      try {
+        await this.inShortTransaction([this.sql.validateElsewhere(partition)]);
+        await this.inShortTransaction([this.sql.attach(partition)]);
+      } finally {
+        await this.inShortTransaction([this.sql.dropElsewhere(partition)]);
+      }
+    });
+  }
+
+  /** Detaches and drops `partition` if every row in it expired and none is to be kept. */
+  private async dropIfExpired(partition: TimePartition): Promise<void> {
+    const expiration = [this.options.historyExpiration];
+    const [{ droppable }] = (await this.db.query(this.sql.droppable(partition), expiration)) as {
+      droppable: boolean;
+    }[];
+    if (!droppable) return;
+    await this.step(`dropping ${partition.name}`, async () => {
+      // Checked again once detached: no write can reach it any more.
+      const detached = await this.inShortTransaction(
+        [this.sql.detach(partition)],
+        async (client) =>
+          (
+            (await client.query(this.sql.droppable(partition), expiration)).rows[0] as {
+              droppable: boolean;
+            }
+          ).droppable,
+      );
+      if (!detached) return;
+      await this.db.query(this.sql.dropTable(partition.name));
+      this.logger.log(`Dropped history partition ${partition.name}: every job in it expired.`);
+    });
+  }
+
+  /**
+   * Tables named as partitions that no partition is: a round that detached one and failed to drop
+   * it, or made one and failed to attach it. Only ranges past every clock are dropped (a table of
+   * a range ahead may be one another instance is attaching now).
+   */
+  private async dropDetachedTables(attached: TimePartition[], now: number): Promise<void> {
+    const rows = (await this.db.query(this.sql.detachedTables, [this.db.schema.name])) as {
+      name: string;
+    }[];
+    const current = new Set(attached.map((partition) => partition.name));
+    for (const { name } of rows) {
+      if (current.has(name) || startOfName(name) >= now - this.aheadMs() - this.expirationMs()) {
+        continue;
+      }
+      await this.step(`dropping the detached ${name}`, () =>
+        this.db.query(this.sql.dropTable(name)),
+      );
+    }
+  }
+
+  /**
+   * Runs `statements` in one transaction whose lock waits end at `migrationTableLockTimeout`, then
+   * `check`, which commits it when true and rolls it back when false.
+   */
+  private async inShortTransaction(
+    statements: string[],
+    check?: (client: pg.PoolClient) => Promise<boolean>,
+  ): Promise<boolean> {
+    const client = await this.db.pool.connect();
+    try {
+      return await inTransaction(client, async () => {
+        await client.query(`SELECT set_config('lock_timeout', $1, true)`, [
+          `${Math.max(1, Math.round(this.options.migrationTableLockTimeout * 1000))}ms`,
+        ]);
+        for (const statement of statements) await client.query(statement);
+        if (check && !(await check(client))) throw ROLLED_BACK;
+        return true;
+      }).catch((err: unknown) => {
+        if (err === ROLLED_BACK) return false;
+        throw err;
+      });
+    } finally {
+      client.release();
+    }
+  }
+
+  /** A step that fails is logged and tried again next round; the round goes on. */
+  private async step(what: string, run: () => Promise<unknown>): Promise<void> {
+    try {
+      await run();
+    } catch (err) {
+      const reason =
+        (err as { code?: string }).code === LOCK_NOT_AVAILABLE
+          ? `a lock was not granted within migrationTableLockTimeout (${this.options.migrationTableLockTimeout}s)`
+          : (err as Error).message;
+      this.logger.warn(`History partitions: ${what} failed (${reason}); tried again next round.`);
+    }
+  }
+}
+
+const ROLLED_BACK = Symbol('rolled back');
