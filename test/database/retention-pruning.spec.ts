@@ -163,8 +163,8 @@ it('deletes a batch by walking the end-time index from its oldest end, even on a
   try {
     await db.query('ANALYZE jobs."jobHistory_default"');
     await expiredRows(30_000, 2 * HOUR);
-    const { pruneBatch } = retentionSql(toSchemaName('jobs'));
-    const nodes = await planNodes(db, pruneBatch('jobHistory_default'), [HOUR, 1000]);
+    const { pruneBatch, prunePlan } = retentionSql(toSchemaName('jobs'));
+    const nodes = await planNodes(db, pruneBatch('jobHistory_default'), [HOUR, 1000], prunePlan);
     expect(nodes.filter((node) => node['Relation Name'] === 'jobHistory_default')).toContainEqual(
       expect.objectContaining({
         'Node Type': 'Index Scan',

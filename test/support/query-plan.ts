@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
 import { runnerSql } from '../../libs/jobs/src/runner/runner.sql.js';
 import type { TestDatabase } from './test-database.js';
@@ -13,17 +14,32 @@ export interface PlanNode {
 /**
  * Every node of the plan PostgreSQL chooses for `text` with `values` bound (as the library sends
  * them, so the planner sees the actual parameters), flattened: a test asserts on what it finds.
+ * `settings` (a `SET LOCAL` the library runs before the statement, in its transaction) apply to
+ * the planning too.
  */
 export async function planNodes(
   db: TestDatabase,
   text: string,
   values: unknown[],
+  settings?: string,
 ): Promise<PlanNode[]> {
-  const [{ 'QUERY PLAN': explained }] = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-    `EXPLAIN (FORMAT JSON) ${text}`,
-    values,
-  );
-  return flatten(explained[0].Plan);
+  const explain = `EXPLAIN (FORMAT JSON) ${text}`;
+  type Explained = { 'QUERY PLAN': [{ Plan: PlanNode }] };
+  if (settings === undefined) {
+    const [{ 'QUERY PLAN': explained }] = await db.query<Explained>(explain, values);
+    return flatten(explained[0].Plan);
+  }
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(settings);
+    const { rows } = await client.query<Explained>(explain, values);
+    return flatten(rows[0]['QUERY PLAN'][0].Plan);
+  } finally {
+    await client.query('ROLLBACK').catch(() => undefined);
+    await client.end();
+  }
 }
 
 function flatten(plan: PlanNode): PlanNode[] {

@@ -110,8 +110,8 @@ export function historyPartitionsSql(schema: SchemaName) {
 
     /**
      * Whether every row of `p` ended for good before the expiration, none is running or snoozed,
-     * and no queued job has an id in its range (a pending retry or snooze, whose row the next
-     * claim rewrites). Index probes only: the active index, the end-time index (its latest entry),
+     * no queued job has an id in its range (a pending retry or snooze, whose row the next claim
+     * rewrites), and no flow that has not expired does (its jobs expire together). Index probes only: the active index, the end-time index (its latest entry),
      * the state index, and the queue's primary key.
      *
      * $1 historyExpiration (seconds)
@@ -123,7 +123,10 @@ export function historyPartitionsSql(schema: SchemaName) {
         SELECT NOT EXISTS (SELECT 1 FROM ${t} WHERE state = 'active')
            AND NOT EXISTS (SELECT 1 FROM ${t} WHERE state = 'snoozed' AND "completedAt" IS NOT NULL)
            AND coalesce((SELECT max("completedAt") FROM ${t}) < now() - make_interval(secs => $1), true)
-           AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id >= '${from}' AND id < '${to}') AS droppable`;
+           AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id >= '${from}' AND id < '${to}')
+           -- Its flows' jobs go with their flows, whole (retention's pruneFlows), before it.
+           AND NOT EXISTS (SELECT 1 FROM ${s}."jobFlowMember"
+                           WHERE "jobId" >= '${from}' AND "jobId" < '${to}') AS droppable`;
     },
     /**
      * Detaching takes an ACCESS EXCLUSIVE lock on the parent, briefly (CONCURRENTLY is refused

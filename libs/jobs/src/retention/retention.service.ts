@@ -15,6 +15,12 @@ import { retentionSql } from './retention.sql.js';
 export const PRUNE_BATCHES_BEFORE_WARNING = 100;
 
 /**
+ * Flows deleted per statement: a flow has up to 10,000 jobs, so a batch is counted in flows, few
+ * enough that one statement's deletes stay near `historyPruneBatchSize`'s default.
+ */
+const FLOWS_PER_BATCH = 10;
+
+/**
  * Prunes `jobHistory` of jobs that ended more than `historyExpiration` seconds ago, on every
  * `scheduledCheck` (and once at start).
  *
@@ -63,11 +69,14 @@ export class RetentionService {
    */
   async pruneBatch(partition = DEFAULT_PARTITION): Promise<number> {
     if (this.options.historyExpiration === 0) return 0;
-    const rows = await this.db.query(this.sql.pruneBatch(partition), [
-      this.options.historyExpiration,
-      this.options.historyPruneBatchSize,
-    ]);
-    return rows.length;
+    return this.db.transaction(async (client) => {
+      await client.query(this.sql.prunePlan);
+      const { rowCount } = await client.query(this.sql.pruneBatch(partition), [
+        this.options.historyExpiration,
+        this.options.historyPruneBatchSize,
+      ]);
+      return rowCount ?? 0;
+    });
   }
 
   /**
@@ -78,10 +87,29 @@ export class RetentionService {
    */
   async pruneExpiredHistory({ lease = true } = {}): Promise<number> {
     let total = 0;
+    if (this.options.historyExpiration > 0) await this.pruneExpiredFlows();
     for (const partition of await this.partitions.maintain({ lease })) {
       if (this.stopping) break;
       total += await this.prunePartition(partition);
     }
+    return total;
+  }
+
+  /**
+   * Deletes the flows whose every job expired, whole (see `pruneFlows`), batch by batch; returns
+   * how many. Before the partitions' upkeep: a partition that held them can then be dropped.
+   */
+  async pruneExpiredFlows(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const deleted = (
+        await this.db.query(this.sql.pruneFlows, [this.options.historyExpiration, FLOWS_PER_BATCH])
+      ).length;
+      total += deleted;
+      if (deleted < FLOWS_PER_BATCH || this.stopping) break;
+      await yieldToEventLoop();
+    }
+    if (total > 0) this.logger.log(`Pruned ${total} flow(s) whose every job expired.`);
     return total;
   }
 

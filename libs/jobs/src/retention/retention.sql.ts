@@ -24,6 +24,14 @@ export function retentionSql({ quoted: s }: SchemaName) {
      *
      * $1 historyExpiration (seconds) $2 batch size
      */
+    /**
+     * Run before `pruneBatch`, in its transaction: the planner may not sort. Whether it walks the
+     * end-time index or scans and sorts every expired row turned, on a history whose statistics
+     * are stale, on estimates as thin as the row's width or one more condition; with sorting
+     * priced out, the index walk (in order already) is the plan, whatever the statistics say.
+     */
+    prunePlan: 'SET LOCAL enable_sort = off',
+
     pruneBatch: (partition: string) => {
       if (partition !== DEFAULT_PARTITION && !isTimePartitionName(partition)) {
         throw new Error(`${partition} is not a partition of jobHistory`);
@@ -34,6 +42,8 @@ export function retentionSql({ quoted: s }: SchemaName) {
         WHERE h."completedAt" < now() - make_interval(secs => $1)
           AND h.state NOT IN ('active', 'snoozed')
           AND NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = h.id)
+          -- A flow's jobs expire with their flow, together (pruneFlows).
+          AND h."inFlow" IS NOT TRUE
         ORDER BY h."completedAt"
         LIMIT $2
         FOR UPDATE SKIP LOCKED
@@ -41,5 +51,42 @@ export function retentionSql({ quoted: s }: SchemaName) {
       DELETE FROM ${s}."${partition}" h USING expired WHERE h.id = expired.id
       RETURNING h.id`;
     },
+
+    /**
+     * Deletes at most $2 flows, oldest first, whose every job ended for good more than $1 seconds
+     * ago: their jobs' history (wherever it is), their members and dependencies, and the flow. A
+     * flow expires whole, after its last job, so `getFlow` never shows a flow with jobs missing; a
+     * partition of history that holds a flow's jobs is dropped only once its flows are gone
+     * (`history-partitions.sql.ts`). Each flow is judged by probes of its members' ids: its jobs
+     * not queued (blocked, pending, a retry pending), none running or snoozed, none ended since.
+     *
+     * $1 historyExpiration (seconds) $2 batch size (flows)
+     */
+    pruneFlows: `
+      WITH expired AS (
+        SELECT f.id FROM ${s}."jobFlow" f
+        WHERE f."createdAt" < now() - make_interval(secs => $1)
+          AND NOT EXISTS (
+            SELECT 1 FROM ${s}."jobFlowMember" m
+            WHERE m."flowId" = f.id
+              AND (EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = m."jobId")
+                   OR EXISTS (SELECT 1 FROM ${s}."jobHistory" h
+                              WHERE h.id = m."jobId"
+                                AND (h.state IN ('active', 'snoozed')
+                                     OR h."completedAt" >= now() - make_interval(secs => $1)))))
+        ORDER BY f."createdAt"
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+      ), members AS (
+        DELETE FROM ${s}."jobFlowMember" m USING expired e WHERE m."flowId" = e.id
+        RETURNING m."jobId"
+      ), history AS (
+        DELETE FROM ${s}."jobHistory" h USING members m WHERE h.id = m."jobId"
+      ), edges AS (
+        -- Every dependency of a flow is on a job of the flow: found by its primary key's prefix.
+        DELETE FROM ${s}."jobDependency" d USING members m WHERE d."dependsOn" = m."jobId"
+      )
+      DELETE FROM ${s}."jobFlow" f USING expired e WHERE f.id = e.id
+      RETURNING f.id`,
   };
 }

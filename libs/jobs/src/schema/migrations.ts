@@ -446,6 +446,8 @@ export const MIGRATIONS: readonly Migration[] = [
         position integer NOT NULL,
         UNIQUE ("flowId", ref)
       );
+      -- Retention walks the flows from the oldest (pruneFlows).
+      CREATE INDEX job_flow_created_at ON ${s}."jobFlow" ("createdAt");
       -- One row per dependency: "jobId" waits for "dependsOn". "ended" says the dependency's end
       -- was counted, so that a job that ends again (retried by hand) never unblocks twice.
       CREATE TABLE ${s}."jobDependency" (
