@@ -287,6 +287,8 @@ export function historyGrowth(
     const queued = async () =>
       Number((await client.query('SELECT count(*)::int AS n FROM jobs.jobs')).rows[0].n);
     const samples: HistoryGrowthSample[] = [];
+    /** The latest count of each partition: a dropped one keeps its last. */
+    const deletedByPartition = new Map<string, number>();
     let enqueued = 0;
     try {
       const start = performance.now();
@@ -301,10 +303,19 @@ export function historyGrowth(
         if (elapsed >= nextSample) {
           const [{ n }] = (await client.query('SELECT count(*)::int AS n FROM jobs."jobHistory"'))
             .rows;
+          for (const row of (
+            await client.query<{ name: string; deleted: string }>(
+              `SELECT relname AS name, n_tup_del AS deleted FROM pg_stat_user_tables
+               WHERE schemaname = 'jobs' AND relname LIKE 'jobHistory%'`,
+            )
+          ).rows) {
+            deletedByPartition.set(row.name, Number(row.deleted));
+          }
           samples.push({
             seconds: elapsed,
             historyRows: n,
             processed: enqueued - (await queued()),
+            deletedRows: [...deletedByPartition.values()].reduce((sum, d) => sum + d, 0),
           });
           nextSample++;
         }

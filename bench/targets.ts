@@ -150,6 +150,11 @@ export interface HistoryGrowthSample {
   readonly historyRows: number;
   /** Jobs ended so far (enqueued less still queued). */
   readonly processed: number;
+  /**
+   * History rows deleted one by one so far (`DELETE`s, as the statistics count them, of every
+   * partition seen, a dropped one keeping its last count): what a partition's drop spares.
+   */
+  readonly deletedRows: number;
 }
 
 /**
@@ -161,13 +166,29 @@ export interface HistoryGrowthSample {
  */
 export function checkHistoryGrowth(
   samples: readonly HistoryGrowthSample[],
-  { historyExpiration, scheduledCheck }: { historyExpiration: number; scheduledCheck: number },
+  {
+    historyExpiration,
+    scheduledCheck,
+    historyPartitionInterval = 0,
+  }: { historyExpiration: number; scheduledCheck: number; historyPartitionInterval?: number },
 ): { rate: number; bound: number; peak: number; flat: boolean } {
+  const rate = secondHalfRate(samples);
+  const half = samples.slice(Math.floor(samples.length / 2));
+  // A partition is dropped once its last id expired and the next round sees it: its jobs stay up
+  // to one interval past their expiration, and a round may come late by one check.
+  const bound =
+    rate *
+    (historyExpiration +
+      historyPartitionInterval +
+      (historyPartitionInterval > 0 ? 3 : 2) * scheduledCheck);
+  const peak = Math.max(...half.map((sample) => sample.historyRows));
+  return { rate, bound, peak, flat: peak <= bound };
+}
+
+/** Jobs ended per second over the second half of a run (its steady state). */
+export function secondHalfRate(samples: readonly HistoryGrowthSample[]): number {
   const half = samples.slice(Math.floor(samples.length / 2));
   const first = half[0];
   const last = half[half.length - 1];
-  const rate = (last.processed - first.processed) / (last.seconds - first.seconds);
-  const bound = rate * (historyExpiration + 2 * scheduledCheck);
-  const peak = Math.max(...half.map((sample) => sample.historyRows));
-  return { rate, bound, peak, flat: peak <= bound };
+  return (last.processed - first.processed) / (last.seconds - first.seconds);
 }

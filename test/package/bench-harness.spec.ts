@@ -53,6 +53,7 @@ it("judges history flat when, over the run's second half, it never exceeds the j
       seconds: i + 1,
       processed: 1000 * (i + 1),
       historyRows: history(i + 1),
+      deletedRows: 0,
     }));
   const flat = checkHistoryGrowth(
     run((s) => Math.min(s, 6) * 1000),
@@ -65,4 +66,12 @@ it("judges history flat when, over the run's second half, it never exceeds the j
     settings,
   );
   expect(growing.flat).toBe(false);
+  // Partitioned: a partition's jobs stay up to one interval past their expiration, and the round
+  // that drops it may come one check later.
+  expect(
+    checkHistoryGrowth(
+      run((s) => Math.min(s, 6) * 1000),
+      { ...settings, historyPartitionInterval: 4 },
+    ).bound,
+  ).toBe(1000 * (5 + 4 + 3 * 2));
 });
