@@ -481,6 +481,21 @@ export const MIGRATIONS: readonly Migration[] = [
         EXECUTE FUNCTION ${s}."flowJobEnded"();
     `,
   },
+  {
+    version: 14,
+    name: "index flows by creation, for the admin API's list of flows",
+    transactional: false,
+    statements: ({ quoted: s }) => [
+      {
+        // GET flows, latest first, walks it backwards and stops at the page. Built concurrently
+        // although "jobFlow" is smaller than history: it grows with every addFlow over the
+        // retention window, and a plain build would hold addFlow's inserts for its whole length.
+        index: 'job_flow_created_at',
+        sql: `CREATE INDEX CONCURRENTLY IF NOT EXISTS job_flow_created_at
+              ON ${s}."jobFlow" ("createdAt", id)`,
+      },
+    ],
+  },
 ];
 
 /** The schema version this build of the library expects. */
