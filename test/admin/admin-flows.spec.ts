@@ -144,6 +144,8 @@ describe('a flow whose first job runs', () => {
       active: 1,
     });
     expect(totals).toMatchObject({ pending: 0, blocked: 3, active: 1 });
+    const { queues } = await json(api('queues'));
+    expect(queues).toEqual([expect.objectContaining({ name: 'default', pending: 0, blocked: 3 })]);
     const samples = parsePrometheusText(await (await fetch(`${server.url}/metrics`)).text());
     const labels = '{queue="default",task="flowStep"}';
     expect(samples.get(`nestjs_pg_jobs_blocked${labels}`)).toBe(3);
