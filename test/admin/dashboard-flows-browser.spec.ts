@@ -33,7 +33,7 @@ const statesOf = async (flow: AddedFlow) =>
     ),
   );
 
-it('shows a flow with its jobs, cancels it and retries it from the page', async () => {
+it('shows a flow with its jobs, cancels it and retries it from the page, and a big flow in part', async () => {
   const flow = await dashboard.server.queue.addFlow({
     name: 'order-7',
     jobs: [
@@ -85,6 +85,22 @@ it('shows a flow with its jobs, cancels it and retries it from the page', async 
   await shipRow.filter({ hasText: 'completed' }).waitFor({ timeout: UI_TIMEOUT });
   expect(await statesOf(flow)).toEqual({ pick: 'completed', pack: 'completed', ship: 'completed' });
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-flow-retried.png'), fullPage: true });
+
+  // A big flow: the page draws its first 200 jobs and says how many it leaves out.
+  const later = new Date(Date.now() + 3600_000);
+  const big = await dashboard.server.queue.addFlow({
+    name: 'big',
+    jobs: Array.from({ length: 205 }, (_, i) => ({
+      ref: `item-${i}`,
+      task: 'pickOrder',
+      waitUntil: later,
+    })),
+  });
+  await page.locator(`#flows tr[data-flow-id="${big.flowId}"]`).click({ timeout: UI_TIMEOUT });
+  await page
+    .locator('#flow-more', { hasText: 'and 5 more job(s), not shown' })
+    .waitFor({ timeout: UI_TIMEOUT });
+  expect(await page.locator('#flow-jobs tr').count()).toBe(200);
 
   // No script error and no content-security-policy violation on the way.
   expect(problems).toEqual([]);

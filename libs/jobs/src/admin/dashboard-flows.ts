@@ -9,6 +9,8 @@ export const FLOWS_SCRIPT = String.raw`
 // The states in the order a job goes through them, for a flow's counts.
 const FLOW_STATES = ["blocked", "pending", "active", "completed", "failed", "interrupted", "cancelled", "skipped"];
 const flowLabel = (flow) => flow.name || flow.flowId;
+// A flow may have 10,000 jobs: the page draws its first ones, and says how many it leaves out.
+const SHOWN_FLOW_JOBS = 200;
 const flowCounts = (counts) => FLOW_STATES.filter((state) => counts[state]).map((state) => state + " " + counts[state]).join(", ");
 function flowProgress(flow) {
   const done = flow.counts.completed || 0;
@@ -35,7 +37,9 @@ function showFlow(id) {
     if (flow.flowId !== shownFlow) return;
     $("flow-title").textContent = "Flow " + flowLabel(flow) + " (" + flow.flowId + ")";
     $("flow-state").replaceChildren(badge(flow.state), " ", flowProgress(flow), " (" + flowCounts(flow.counts) + ")");
-    fill($("flow-jobs"), flow.jobs, [(r) => r.ref, (r) => r.id, (r) => r.task, (r) => badge(r.state), (r) => r.dependsOn.join(", ") || "none"], "No jobs.");
+    const more = flow.jobs.length - SHOWN_FLOW_JOBS;
+    $("flow-more").textContent = more > 0 ? "and " + more + " more job(s), not shown" : "";
+    fill($("flow-jobs"), flow.jobs.slice(0, SHOWN_FLOW_JOBS), [(r) => r.ref, (r) => r.id, (r) => r.task, (r) => badge(r.state), (r) => r.dependsOn.join(", ") || "none"], "No jobs.");
     $("flow-retry").onclick = () => flowAction("retry", flow);
     $("flow-cancel").onclick = () => flowAction("cancel", flow);
     $("flow").hidden = false;
@@ -43,7 +47,7 @@ function showFlow(id) {
 }
 function refreshFlows() {
   if (shownFlow) showFlow(shownFlow);
-  return api("flows?limit=20")
+  return api("flows?limit=10")
     .then((body) => fill($("flows"), body.flows, [(r) => r.name || "", (r) => when(r.createdAt), flowProgress, (r) => badge(r.state), (r) => flowCounts(r.counts)], "No flows.", (r) => ({ "data-flow-id": r.flowId })))
     .catch((err) => say("Cannot load the flows: " + err.message, true));
 }
@@ -62,6 +66,7 @@ export const FLOWS_HTML = `
 <p id="flow-state"></p>
 <p><button type="button" id="flow-retry" data-flow-action="retry">Retry flow</button> <button type="button" id="flow-cancel" data-flow-action="cancel">Cancel flow</button> <button type="button" id="flow-close">Close</button></p>
 <table><thead><tr><th>Ref</th><th>Job</th><th>Task</th><th>State</th><th>Depends on</th></tr></thead><tbody id="flow-jobs"></tbody></table>
+<small id="flow-more"></small>
 </section>
 `;
 
