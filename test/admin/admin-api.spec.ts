@@ -144,7 +144,7 @@ describe('GET api/jobs', () => {
   });
 
   it.each([
-    ['state=bogus', /"state" must be one of pending, active, completed/],
+    ['state=bogus', /"state" must be one of blocked, pending, active, completed/],
     ['limit=0', /"limit" must be an integer from 1 to 200; got "0"/],
     ['limit=1000', /"limit" must be an integer from 1 to 200/],
     ['limit=2.5', /"limit" must be an integer/],

@@ -41,9 +41,22 @@ beforeAll(async () => {
      SELECT gen_random_uuid(), 'task' || (i % 20), 0, now() + make_interval(secs => i)
      FROM generate_series(1, 1000) AS i`,
   );
+  // Two thousand flows of ten jobs each, over the same day.
+  await db.query(
+    `INSERT INTO jobs."jobFlow" (id, name, "createdAt")
+     SELECT gen_random_uuid(), 'flow' || i, now() - make_interval(secs => i * 40) FROM generate_series(1, 2000) AS i`,
+  );
+  await db.query(
+    `INSERT INTO jobs."jobFlowMember" ("jobId", "flowId", ref, position)
+     SELECT h.id, f.id, 'job' || h.n, h.n % 10
+     FROM (SELECT id, row_number() OVER (ORDER BY id) - 1 AS n FROM jobs."jobHistory" LIMIT 20000) AS h
+     JOIN (SELECT id, row_number() OVER (ORDER BY "createdAt") - 1 AS n FROM jobs."jobFlow") AS f
+       ON f.n = h.n / 10`,
+  );
   // What autovacuum does to a table of this size: statistics and the visibility map.
-  await db.query(`VACUUM ANALYZE jobs."jobHistory"`);
-  await db.query(`VACUUM ANALYZE jobs.jobs`);
+  for (const table of ['"jobHistory"', 'jobs', '"jobFlow"', '"jobFlowMember"']) {
+    await db.query(`VACUUM ANALYZE jobs.${table}`);
+  }
 });
 
 const sql = adminSql(toSchemaName('jobs'));
@@ -78,7 +91,9 @@ it.each([
   ],
   ['list of running jobs', /^job_history_active$/, sql.listActive, [null, ...PAGE]],
   ['list of every job', /^job_history_ended_at$/, sql.listAll, [null, ...PAGE]],
-  ['list of pending jobs', /^jobHistory_pkey$/, sql.listPending, [null, ...PAGE]],
+  ['list of pending jobs', /^jobHistory_pkey$/, sql.listPending, [null, ...PAGE, false]],
+  ['list of blocked jobs', /^jobHistory_pkey$/, sql.listPending, [null, ...PAGE, true]],
+  ['list of flows', /^jobHistory_pkey$/, sql.listFlows, [21, 0]],
   ['one job', /^jobHistory_pkey$/, sql.history, ['00000000-0000-4000-8000-000000000000']],
   ['metrics: active jobs', /^job_history_active$/, metrics.active, []],
 ] as const)('%s reads history through %s, never all of it', async (_, index, text, values) => {
@@ -89,6 +104,12 @@ it.each([
     ),
   ).toEqual([]);
   expect(all.filter((node) => index.test(node['Index Name'] ?? ''))).not.toEqual([]);
+});
+
+it("lists flows latest first from job_flow_created_at, reading only the page's flows", async () => {
+  const all = await plan(sql.listFlows, [21, 0]);
+  expect(all.filter((node) => node['Node Type'] === 'Seq Scan')).toEqual([]);
+  expect(all.filter((node) => node['Index Name'] === 'job_flow_created_at')).not.toEqual([]);
 });
 
 it('chooses a page of one state and task from the index alone, visiting only the rows shown', async () => {

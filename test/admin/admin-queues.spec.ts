@@ -63,6 +63,7 @@ it('lists every queue with its state, counts and the limits configured here', as
     name: 'emails',
     paused: false,
     pending: 0,
+    blocked: 0,
     due: 0,
     active: 0,
     concurrency: 3,
@@ -70,7 +71,14 @@ it('lists every queue with its state, counts and the limits configured here', as
     rateLimit: { limit: 100, periodSeconds: 60 },
   });
   // `paused: true` is where a queue starts.
-  expect(queues[1]).toEqual({ name: 'imports', paused: true, pending: 0, due: 0, active: 0 });
+  expect(queues[1]).toEqual({
+    name: 'imports',
+    paused: true,
+    pending: 0,
+    blocked: 0,
+    due: 0,
+    active: 0,
+  });
 });
 
 it('pauses and resumes a queue behind the guard and the action header', async () => {

@@ -74,12 +74,12 @@ it('shows a snoozed job as snoozed until its time, in the pending list, the coun
     UI_TIMEOUT,
     100,
   );
-  // The task's line: ... Failed, Cancelled, Snoozed, ...
+  // The task's line: Task, Pending, Blocked, Due, Active, Completed, Failed, Cancelled, Snoozed, ...
   const cells = await page
     .locator('#tasks tr', { hasText: 'life' })
     .locator('td')
     .allTextContents();
-  expect(cells.slice(0, 8)).toEqual(['life', '1', '0', '0', '1', '0', '0', '1']);
+  expect(cells.slice(0, 9)).toEqual(['life', '1', '0', '0', '0', '1', '0', '0', '1']);
 
   const dialog = await openJob('pending', id);
   expect(await dialog.locator('.state-snoozed').textContent()).toBe('snoozed');

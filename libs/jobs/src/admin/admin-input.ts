@@ -12,16 +12,22 @@ export interface JobListQuery {
   readonly offset: number;
 }
 
+/** What `GET api/flows` accepts, validated. */
+export interface FlowListQuery {
+  readonly limit: number;
+  readonly offset: number;
+}
+
 /**
  * The states a list can be asked for: `snoozed` names an attempt in history, never a job (a
- * snoozed job is `pending` again), so no job is listed under it; a flow's `blocked` jobs are
- * listed with the pending ones.
+ * snoozed job is `pending` again), so no job is listed under it.
  */
-export const LISTED_STATES: readonly JobState[] = JOB_STATES.filter(
-  (state) => state !== 'snoozed' && state !== 'blocked',
-);
+export const LISTED_STATES: readonly JobState[] = JOB_STATES.filter((state) => state !== 'snoozed');
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
+/** Fewer flows than jobs to a page: each listed flow reads the states of all its jobs. */
+const DEFAULT_FLOW_LIMIT = 20;
+const MAX_FLOW_LIMIT = 100;
 const MAX_OFFSET = 100_000;
 const MAX_MINUTES = 1440;
 /** The window of `GET stats`' counts of ended jobs, and of the throughput chart, by default. */
@@ -32,8 +38,16 @@ export const DEFAULT_STATS_MINUTES = 60;
  * the value and what is accepted, so a typo in a query string never reaches SQL or passes silently.
  */
 export function parseJobId(value: unknown): string {
+  return parseId('job', value);
+}
+
+export function parseFlowId(value: unknown): string {
+  return parseId('flow', value);
+}
+
+function parseId(kind: 'job' | 'flow', value: unknown): string {
   if (typeof value !== 'string' || !JOB_ID_PATTERN.test(value)) {
-    throw bad(`"id" must be a job id (a UUID); got ${show(value)}`);
+    throw bad(`"id" must be a ${kind} id (a UUID); got ${show(value)}`);
   }
   return value.toLowerCase();
 }
@@ -66,6 +80,14 @@ export function parseJobListQuery(query: Record<string, unknown>): JobListQuery 
     state: state as JobState | undefined,
     task: task as string | undefined,
     limit: integer(query, 'limit', DEFAULT_LIMIT, 1, MAX_LIMIT),
+    offset: integer(query, 'offset', 0, 0, MAX_OFFSET),
+  };
+}
+
+export function parseFlowListQuery(query: Record<string, unknown>): FlowListQuery {
+  onlyKeys(query, ['limit', 'offset']);
+  return {
+    limit: integer(query, 'limit', DEFAULT_FLOW_LIMIT, 1, MAX_FLOW_LIMIT),
     offset: integer(query, 'offset', 0, 0, MAX_OFFSET),
   };
 }

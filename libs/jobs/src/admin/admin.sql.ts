@@ -1,4 +1,5 @@
 import type { SchemaName } from '../database/schema-name.js';
+import { flowJobState, queuedJobState } from '../job-queue/flows.sql.js';
 
 /**
  * The longest preview a list gives of a job's payload, error or result, in characters (`…`
@@ -55,20 +56,27 @@ export function adminSql({ quoted: s }: SchemaName) {
   const resultPreview = jsonPreview('h.result', BOUNDED_PREVIEW_STORED_BYTES);
   const progressPreview = jsonPreview('h.progress', BOUNDED_PREVIEW_STORED_BYTES);
   const pendingColumns = `
-    j.id, j.task, 'pending' AS state, ${jsonPreview('j.payload', PAYLOAD_PREVIEW_STORED_BYTES)} AS "payloadPreview",
-    j.priority, j.retries AS attempt, j."maxRetries", j."waitUntil", j."createdAt", h."startedAt",
+    j.id, j.task, ${queuedJobState('j')} AS state, ${jsonPreview('j.payload', PAYLOAD_PREVIEW_STORED_BYTES)} AS "payloadPreview",
+    j.priority, j.retries AS attempt, j."maxRetries",
+    CASE WHEN j."blockedBy" > 0 THEN NULL ELSE j."waitUntil" END AS "waitUntil", j."createdAt", h."startedAt",
     h."completedAt", ${textPreview('h."lastErrorMessage"')} AS "lastErrorPreview", h."executedBy",
     ${progressPreview} AS "progressPreview", j.queue, j."groupKey", NULL::text AS "resultPreview", COALESCE(h.snoozes, 0) AS snoozes,
-    CASE WHEN h.state = 'snoozed' THEN j."waitUntil" END AS "snoozedUntil", j."createdAt" AS "sortAt"`;
+    CASE WHEN h.state = 'snoozed' THEN j."waitUntil" END AS "snoozedUntil", j."inFlow", j."createdAt" AS "sortAt"`;
   const historyColumns = (sortAt: string) => `
     h.id, h.task, h.state, ${jsonPreview('h.payload', PAYLOAD_PREVIEW_STORED_BYTES)} AS "payloadPreview",
     h.priority, h.attempt, h."maxRetries", NULL::timestamptz AS "waitUntil", h."createdAt",
     h."startedAt", h."completedAt", ${textPreview('h."lastErrorMessage"')} AS "lastErrorPreview", h."executedBy",
     ${progressPreview} AS "progressPreview", h.queue, h."groupKey",
-    ${resultPreview} AS "resultPreview", h.snoozes, NULL::timestamptz AS "snoozedUntil", ${sortAt} AS "sortAt"`;
+    ${resultPreview} AS "resultPreview", h.snoozes, NULL::timestamptz AS "snoozedUntil", h."inFlow", ${sortAt} AS "sortAt"`;
   const notQueuedAs = (alias: string) =>
     `NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = ${alias}.id)`;
   const notQueued = notQueuedAs('h');
+  /*
+   * A listed job's flow, joined to the rows of a page once it is cut: a primary-key probe of
+   * "jobFlowMember" per flow job shown ("inFlow" is NULL for every other job).
+   */
+  const flowOf = (alias: string) =>
+    `LEFT JOIN ${s}."jobFlowMember" fm ON ${alias}."inFlow" AND fm."jobId" = ${alias}.id`;
 
   /*
    * A page of pending jobs is cut from `jobs` first and only then joined to its history rows (the
@@ -87,23 +95,30 @@ export function adminSql({ quoted: s }: SchemaName) {
    * as pending.) `test/admin/admin-plans.spec.ts` holds the plans.
    */
   return {
-    /** In claim order (jobs_claim_order). $1 task (or null) $2 limit $3 offset */
+    /**
+     * Queued jobs, pending or (with $4 true) blocked in a flow, in claim order (jobs_claim_order: a
+     * blocked job's "waitUntil" is 'infinity', so blocked jobs come after the pending ones of their
+     * priority). $1 task (or null) $2 limit $3 offset $4 blocked
+     */
     listPending: `
-      SELECT ${pendingColumns}
+      SELECT ${pendingColumns}, fm."flowId"
       FROM (SELECT * FROM ${s}.jobs
-            WHERE ($1::text IS NULL OR task = $1)
+            WHERE ($1::text IS NULL OR task = $1) AND (COALESCE("blockedBy", 0) > 0) = $4
             ORDER BY priority DESC, "waitUntil", seq
             LIMIT $2 OFFSET $3) AS j
       LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
+      ${flowOf('j')}
       ORDER BY j.priority DESC, j."waitUntil", j.seq`,
 
     /** Running attempts, latest started first. $1 task (or null) $2 limit $3 offset */
     listActive: `
-      SELECT ${historyColumns('h."startedAt"')}
-      FROM ${s}."jobHistory" h
-      WHERE h.state = 'active' AND ($1::text IS NULL OR h.task = $1)
-      ORDER BY h."startedAt" DESC, h.id
-      LIMIT $2 OFFSET $3`,
+      SELECT ${historyColumns('h."startedAt"')}, fm."flowId"
+      FROM (SELECT * FROM ${s}."jobHistory"
+            WHERE state = 'active' AND ($1::text IS NULL OR task = $1)
+            ORDER BY "startedAt" DESC, id
+            LIMIT $2 OFFSET $3) AS h
+      ${flowOf('h')}
+      ORDER BY h."startedAt" DESC, h.id`,
 
     /**
      * Jobs that ended in state $1, latest first. The page is chosen from the index alone
@@ -112,21 +127,23 @@ export function adminSql({ quoted: s }: SchemaName) {
      * $1 state $2 task (or null) $3 limit $4 offset
      */
     listEnded: `
-      SELECT ${historyColumns('h."completedAt"')}
+      SELECT ${historyColumns('h."completedAt"')}, fm."flowId"
       FROM (SELECT p.id FROM ${s}."jobHistory" p
             WHERE p.state = $1 AND p."completedAt" IS NOT NULL AND ($2::text IS NULL OR p.task = $2)
               AND ${notQueuedAs('p')}
             ORDER BY p."completedAt" DESC, p.id
             LIMIT $3 OFFSET $4) AS page
       JOIN ${s}."jobHistory" h ON h.id = page.id
+      ${flowOf('h')}
       ORDER BY h."completedAt" DESC, h.id`,
 
     /**
      * Every job, latest activity first: the three sources each give their first $2 + $3 rows in
-     * index order (no page can need more of any one), merged and paged.
-     * $1 task (or null) $2 limit $3 offset
+     * index order (no page can need more of any one), merged and paged; the page's flow jobs then
+     * get their flow. $1 task (or null) $2 limit $3 offset
      */
     listAll: `
+      SELECT listed.*, fm."flowId" FROM (
       SELECT * FROM (
         (SELECT ${pendingColumns}
          FROM (SELECT * FROM ${s}.jobs
@@ -146,15 +163,17 @@ export function adminSql({ quoted: s }: SchemaName) {
          WHERE h."completedAt" IS NOT NULL AND ($1::text IS NULL OR h.task = $1) AND ${notQueued}
          ORDER BY h."completedAt" DESC, h.id
          LIMIT $2::int + $3::int)
-      ) AS listed
+      ) AS merged
       ORDER BY "sortAt" DESC, id
-      LIMIT $2 OFFSET $3`,
+      LIMIT $2 OFFSET $3) AS listed
+      ${flowOf('listed')}
+      ORDER BY listed."sortAt" DESC, listed.id`,
 
     /** The history row of a job (its last attempt), whatever its state. $1 id */
     history: `SELECT * FROM ${s}."jobHistory" WHERE id = $1`,
 
     /**
-     * Per task: queued, due, snoozed and running counts, the jobs that ended in the last $1
+     * Per task: queued (pending, and blocked in a flow), due, snoozed and running counts, the jobs that ended in the last $1
      * minutes, and how long the longest-waiting due job has waited. The page asks every 2 s: ended
      * jobs are counted in a recent window only, a range of an index on "completedAt", never across
      * the whole history. Whether a failed job is queued again is a join, not a subquery per row: the
@@ -164,7 +183,8 @@ export function adminSql({ quoted: s }: SchemaName) {
      */
     stats: `
       WITH queued AS (
-        SELECT task, count(*)::int AS pending,
+        SELECT task, count(*) FILTER (WHERE COALESCE("blockedBy", 0) = 0)::int AS pending,
+               count(*) FILTER (WHERE "blockedBy" > 0)::int AS blocked,
                count(*) FILTER (WHERE "waitUntil" <= now())::int AS due,
                extract(epoch FROM now() - min("waitUntil") FILTER (WHERE "waitUntil" <= now()))::float8
                  AS "oldestPendingAgeSeconds"
@@ -194,7 +214,8 @@ export function adminSql({ quoted: s }: SchemaName) {
         SELECT task FROM queued UNION SELECT task FROM running UNION SELECT task FROM ended
       )
       SELECT t.task,
-             COALESCE(q.pending, 0) AS pending, COALESCE(q.due, 0) AS due,
+             COALESCE(q.pending, 0) AS pending, COALESCE(q.blocked, 0) AS blocked,
+             COALESCE(q.due, 0) AS due,
              COALESCE(r.active, 0) AS active, COALESCE(e.completed, 0) AS completed,
              COALESCE(e.failed, 0) AS failed, COALESCE(e.interrupted, 0) AS interrupted,
              COALESCE(e.cancelled, 0) AS cancelled, COALESCE(e.skipped, 0) AS skipped,
@@ -226,6 +247,27 @@ export function adminSql({ quoted: s }: SchemaName) {
                            date_trunc('minute', now()), interval '1 minute') AS m(minute)
       LEFT JOIN ended e ON e.minute = m.minute
       ORDER BY m.minute`,
+
+    /**
+     * Flows, latest first (job_flow_created_at), each with its jobs counted by state. The page of
+     * flows is cut first; then each flow's jobs are read through "jobFlowMember"'s ("flowId", ref)
+     * key, with a primary-key look-up of each in the queue and in history. A job whose history row
+     * retention has removed has no state: it counts in "jobCount" only. $1 limit $2 offset
+     */
+    listFlows: `
+      SELECT f.id AS "flowId", f.name, f."createdAt", c."jobCount", c.counts
+      FROM (SELECT * FROM ${s}."jobFlow" ORDER BY "createdAt" DESC, id DESC LIMIT $1 OFFSET $2) AS f
+      CROSS JOIN LATERAL (
+        SELECT COALESCE(sum(n), 0)::int AS "jobCount",
+               COALESCE(json_object_agg(state, n) FILTER (WHERE state IS NOT NULL), '{}') AS counts
+        FROM (SELECT ${flowJobState} AS state, count(*)::int AS n
+              FROM ${s}."jobFlowMember" m
+              LEFT JOIN ${s}.jobs j ON j.id = m."jobId"
+              LEFT JOIN ${s}."jobHistory" h ON h.id = m."jobId"
+              WHERE m."flowId" = f.id
+              GROUP BY 1) AS per_state
+      ) AS c
+      ORDER BY f."createdAt" DESC, f.id DESC`,
   };
 }
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { FLOWS_HTML, FLOWS_SCRIPT, FLOWS_STYLE } from './dashboard-flows.js';
 
 /**
  * The dashboard: one static page, served as is (nothing to build, no assets), that reads the
@@ -117,6 +118,7 @@ function chart(minutes) {
 }
 function refresh() {
   refreshJobLife();
+  refreshFlows();
   return Promise.all([
     api("stats"),
     api("jobs?state=failed&limit=50"),
@@ -128,10 +130,10 @@ function refresh() {
     api("queues"),
   ]).then(([stats, failed, pending, active, completed, schedules, throughput, queues]) => {
     const t = stats.totals;
-    for (const key of ["pending", "due", "snoozed", "active", "completed", "failed", "cancelled"]) $("total-" + key).textContent = String(t[key]);
+    for (const key of ["pending", "blocked", "due", "snoozed", "active", "completed", "failed", "cancelled"]) $("total-" + key).textContent = String(t[key]);
     $("total-oldest").textContent = secs(t.oldestPendingAgeSeconds);
-    fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => r.cancelled, (r) => r.snoozed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
-    fill($("queues"), queues.queues, [(r) => r.name, (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.due, (r) => r.active, limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name }));
+    fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => r.cancelled, (r) => r.snoozed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
+    fill($("queues"), queues.queues, [(r) => r.name, (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name }));
     fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorPreview || "" }), (r) => when(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
     fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, due, (r) => r.attempt, (r) => r.lastErrorPreview || "", (r) => button("Cancel", "cancel", r.id)], "Nothing queued.");
     fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt), (r) => listedProgress(r.progressPreview), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
@@ -185,6 +187,7 @@ document.addEventListener("click", (event) => {
   const row = event.target.closest("tr[data-job-id]");
   if (row && row.dataset.jobId && !event.target.closest("button")) showJob(row.dataset.jobId);
 });
+${FLOWS_SCRIPT}
 // The tasks an instance runs change only with a deploy: read once.
 function schemaOf(r) {
   if (!r.payloadJsonSchema) return "none";
@@ -216,7 +219,7 @@ dialog th { width: 8rem; } pre { margin: 0; white-space: pre-wrap; word-break: b
 .state { padding: 0 .4rem; border-radius: 3px; background: #eceef3; } .state-completed { color: #2e7d32; }
 .state-failed, .state-interrupted { color: #b3261e; } .state-cancelled { background: #5f6368; color: #fff; }
 .state-snoozed { background: #e8eaf6; color: #283593; }
-`;
+${FLOWS_STYLE}`;
 
 export const DASHBOARD_HTML = `<!doctype html>
 <html lang="en">
@@ -233,6 +236,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 <div id="note" role="status"></div>
 <div class="cards">
   <div class="card">Pending<b id="total-pending">-</b></div>
+  <div class="card">Blocked in flows<b id="total-blocked">-</b></div>
   <div class="card">Due<b id="total-due">-</b></div>
   <div class="card">Active<b id="total-active">-</b></div>
   <div class="card">Completed, last 60 min<b id="total-completed">-</b></div>
@@ -245,12 +249,12 @@ export const DASHBOARD_HTML = `<!doctype html>
 <svg id="chart" viewBox="0 0 600 120" width="600" height="120" role="img" aria-label="Jobs ended per minute"></svg>
 <div class="axis"><span>60 min ago</span><span>now</span></div>
 <h2>By task <small>(completed, failed and cancelled: last 60 minutes)</small></h2>
-<table><thead><tr><th>Task</th><th>Pending</th><th>Due</th><th>Active</th><th>Completed</th><th>Failed</th><th>Cancelled</th><th>Snoozed</th><th>Oldest due</th><th></th></tr></thead><tbody id="tasks"></tbody></table>
+<table><thead><tr><th>Task</th><th>Pending</th><th>Blocked</th><th>Due</th><th>Active</th><th>Completed</th><th>Failed</th><th>Cancelled</th><th>Snoozed</th><th>Oldest due</th><th></th></tr></thead><tbody id="tasks"></tbody></table>
 <h2>Tasks <small>(those this instance runs; the payload a producer sends, where its schema gives a JSON Schema)</small></h2>
 <table><thead><tr><th>Task</th><th>Queue</th><th>Runs</th><th>Cron</th><th>Payload</th></tr></thead><tbody id="task-list"></tbody></table>
 <h2>Queues <small>(limits as this instance has them configured)</small></h2>
-<table><thead><tr><th>Queue</th><th>State</th><th>Pending</th><th>Due</th><th>Active</th><th>Limits</th><th></th></tr></thead><tbody id="queues"></tbody></table>
-<h2>Failed</h2>
+<table><thead><tr><th>Queue</th><th>State</th><th>Pending</th><th>Blocked</th><th>Due</th><th>Active</th><th>Limits</th><th></th></tr></thead><tbody id="queues"></tbody></table>
+${FLOWS_HTML}<h2>Failed</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Error</th><th>Failed at</th><th></th></tr></thead><tbody id="failed"></tbody></table>
 <h2>Pending</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Due</th><th>Attempts</th><th>Last error</th><th></th></tr></thead><tbody id="pending"></tbody></table>

@@ -13,6 +13,8 @@ import {
 } from '@nestjs/common';
 import type { CanActivate, Type } from '@nestjs/common';
 import {
+  parseFlowId,
+  parseFlowListQuery,
   parseJobFilter,
   parseJobId,
   parseJobListQuery,
@@ -144,6 +146,30 @@ export function createAdminController(
     resumeQueue(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
       requireActionHeader(marker);
       return this.admin.setQueuePaused(parseQueueName(name), false);
+    }
+
+    @Get('api/flows')
+    flows(@Query() query: Query) {
+      return this.admin.listFlows(parseFlowListQuery(query));
+    }
+
+    @Get('api/flows/:id')
+    flow(@Param('id') id: string) {
+      return this.admin.getFlow(parseFlowId(id));
+    }
+
+    @Post('api/flows/:id/cancel')
+    @HttpCode(200)
+    cancelFlow(@Param('id') id: string, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.cancelFlow(parseFlowId(id));
+    }
+
+    @Post('api/flows/:id/retry')
+    @HttpCode(200)
+    retryFlow(@Param('id') id: string, @Headers(ACTION_HEADER) marker?: string) {
+      requireActionHeader(marker);
+      return this.admin.retryFlow(parseFlowId(id));
     }
 
     @Get('api/throughput')

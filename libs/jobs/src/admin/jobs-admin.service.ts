@@ -12,7 +12,10 @@ import type { JobInfo } from '../job-queue/job-info.interface.js';
 import type { QueueInfo } from '../queue-state/queue-info.interface.js';
 import { JobQueueService } from '../job-queue/job-queue.service.js';
 import { DEFAULT_STATS_MINUTES } from './admin-input.js';
-import type { JobListQuery } from './admin-input.js';
+import type { FlowListQuery, JobListQuery } from './admin-input.js';
+import { AdminFlows } from './admin-flows.js';
+import type { FlowInfo } from '../job-queue/flow-options.interface.js';
+import type { FlowProgress, ListedFlowInfo } from './flow-progress.js';
 import { adminSql } from './admin.sql.js';
 import type { AdminSql } from './admin.sql.js';
 import { boundPreview } from './list-previews.js';
@@ -22,8 +25,10 @@ import type { TaskInfo } from './task-list.js';
 /** One task's line of `stats()`. */
 export interface TaskStats {
   task: string;
-  /** Queued, due or not (a job waiting out a retry backoff counts). */
+  /** Queued, due or not (a job waiting out a retry backoff counts); not blocked. */
   pending: number;
+  /** Queued in a flow and waiting for its dependencies to end (`blocked`). */
+  blocked: number;
   /** Queued and due now. */
   due: number;
   active: number;
@@ -79,11 +84,15 @@ export interface ListedJobInfo extends Omit<
   snoozes: number;
 }
 
-/** A listed row carries the key it was sorted by, which the API leaves out. */
-type ListedJob = ListedJobInfo & { sortAt?: Date };
+/**
+ * A listed row carries the key it was sorted by and whether it is in a flow (its `flowId` says
+ * which), which the API leaves out.
+ */
+type ListedJob = ListedJobInfo & { sortAt?: Date; inFlow?: boolean | null };
 
 const COUNTS = [
   'pending',
+  'blocked',
   'due',
   'active',
   'completed',
@@ -107,6 +116,7 @@ export class JobsAdminService implements OnModuleInit {
   private planner!: CronPlannerService;
   private tasks!: TaskRegistry;
   private sql!: AdminSql;
+  private flows!: AdminFlows;
 
   constructor(@Inject(ModuleRef) private readonly moduleRef: ModuleRef) {}
 
@@ -116,6 +126,7 @@ export class JobsAdminService implements OnModuleInit {
     this.planner = findInApp(this.moduleRef, CronPlannerService, 'JobsAdminModule');
     this.tasks = findInApp(this.moduleRef, TaskRegistry, 'JobsAdminModule');
     this.sql = adminSql(this.db.schema);
+    this.flows = new AdminFlows(this.db, this.sql, this.queue);
   }
 
   async listJobs(query: JobListQuery): Promise<{ jobs: ListedJobInfo[]; hasMore: boolean }> {
@@ -124,18 +135,20 @@ export class JobsAdminService implements OnModuleInit {
     const page = [limit + 1, offset];
     const rows = await (state === undefined
       ? this.db.query<ListedJob>(this.sql.listAll, [task, ...page])
-      : state === 'pending'
-        ? this.db.query<ListedJob>(this.sql.listPending, [task, ...page])
+      : state === 'pending' || state === 'blocked'
+        ? this.db.query<ListedJob>(this.sql.listPending, [task, ...page, state === 'blocked'])
         : state === 'active'
           ? this.db.query<ListedJob>(this.sql.listActive, [task, ...page])
           : this.db.query<ListedJob>(this.sql.listEnded, [state, task, ...page]));
-    const jobs = rows.slice(0, limit).map(({ sortAt: _sortAt, ...job }) => ({
+    const jobs = rows.slice(0, limit).map(({ sortAt: _sortAt, inFlow: _inFlow, ...job }) => ({
       ...job,
       payloadPreview: boundPreview(job.payloadPreview)!,
       lastErrorPreview: boundPreview(job.lastErrorPreview),
       resultPreview: boundPreview(job.resultPreview),
       progressPreview: boundPreview(job.progressPreview),
-      ...(job.state === 'pending' && { queue: this.tasks.pendingQueueOf(job.task, job.queue) }),
+      ...((job.state === 'pending' || job.state === 'blocked') && {
+        queue: this.tasks.pendingQueueOf(job.task, job.queue),
+      }),
     }));
     return { jobs, hasMore: rows.length > limit };
   }
@@ -180,7 +193,7 @@ export class JobsAdminService implements OnModuleInit {
   /**
    * Counts per task. `completed`, `failed`, `interrupted` and `cancelled` count the jobs that
    * ended in the last `minutes` (default 60), so that the page's poll never counts the whole
-   * history; `pending`, `due`, `snoozed` and `active` are counts of now.
+   * history; `pending`, `blocked`, `due`, `snoozed` and `active` are counts of now.
    */
   async stats(
     minutes = DEFAULT_STATS_MINUTES,
@@ -188,6 +201,7 @@ export class JobsAdminService implements OnModuleInit {
     const tasks = await this.db.query<TaskStats>(this.sql.stats, [minutes]);
     const totals: Omit<TaskStats, 'task'> = {
       pending: 0,
+      blocked: 0,
       due: 0,
       active: 0,
       completed: 0,
@@ -208,6 +222,26 @@ export class JobsAdminService implements OnModuleInit {
       }
     }
     return { minutes, tasks, totals };
+  }
+
+  /** Flows, latest first, each with its jobs counted by state and where it is (`FlowState`). */
+  listFlows(query: FlowListQuery): Promise<{ flows: ListedFlowInfo[]; hasMore: boolean }> {
+    return this.flows.list(query);
+  }
+
+  /** A flow, its jobs with their dependencies and states (`JobQueueService.getFlow`), counted. */
+  getFlow(flowId: string): Promise<{ flow: FlowInfo & FlowProgress }> {
+    return this.flows.get(flowId);
+  }
+
+  /** `JobQueueService.cancelFlow`: how many of the flow's jobs were cancelled. */
+  cancelFlow(flowId: string): Promise<{ cancelled: number }> {
+    return this.flows.cancel(flowId);
+  }
+
+  /** `JobQueueService.retryFlow`: how many of the flow's jobs were queued again. */
+  retryFlow(flowId: string): Promise<{ retried: number }> {
+    return this.flows.retry(flowId);
   }
 
   async throughput(

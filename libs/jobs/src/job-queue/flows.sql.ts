@@ -3,12 +3,15 @@ import type { SchemaName } from '../database/schema-name.js';
 import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
 import type { ValidatedFlow } from './validate-flow.js';
 
+/** A queued job's state, on its row `alias` of `jobs`: `blocked` while dependencies have not ended. */
+export const queuedJobState = (alias: string) =>
+  `CASE WHEN ${alias}."blockedBy" > 0 THEN 'blocked' ELSE 'pending' END`;
+
 /**
  * A flow job's state, on its queued row `j` (NULL when it has none) and its history row `h`:
  * `blocked` while dependencies have not ended, else where it is.
  */
-const flowJobState = `CASE WHEN j.id IS NULL THEN h.state
-                           WHEN j."blockedBy" > 0 THEN 'blocked' ELSE 'pending' END`;
+export const flowJobState = `CASE WHEN j.id IS NULL THEN h.state ELSE ${queuedJobState('j')} END`;
 
 /**
  * The flows' statements. A flow is its `jobFlow` row, one `jobFlowMember` row per job (its ref,

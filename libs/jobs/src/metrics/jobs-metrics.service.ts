@@ -28,7 +28,7 @@ const DURATION_BUCKETS = [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 300, 900];
  * Every metric is labelled with the task and its queue (`queue`).
  *
  * Counters and the duration histogram count what this instance did (sum them across instances);
- * `queue_depth` and `active` are read from the database at each scrape and describe the whole
+ * `queue_depth`, `blocked` and `active` are read from the database at each scrape and describe the whole
  * cluster (every instance reports the same values: aggregate them with `max`, not `sum`).
  *
  * @publicApi
@@ -120,10 +120,17 @@ export class JobsMetricsService implements OnModuleInit, OnModuleDestroy {
     });
     new Gauge({
       name: `${prefix}queue_depth`,
-      help: 'Jobs waiting in the queue (due or not), across all instances.',
+      help: 'Jobs waiting in the queue (due or not; blocked flow jobs are in blocked), across all instances.',
       labelNames: ['task', 'queue'],
       registers,
       collect: this.collector(() => this.sql?.queueDepth),
+    });
+    new Gauge({
+      name: `${prefix}blocked`,
+      help: 'Flow jobs waiting in the queue for their dependencies to end (not in queue_depth), across all instances.',
+      labelNames: ['task', 'queue'],
+      registers,
+      collect: this.collector(() => this.sql?.blocked),
     });
     new Gauge({
       name: `${prefix}active`,

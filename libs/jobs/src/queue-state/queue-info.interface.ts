@@ -11,8 +11,10 @@ export interface QueueInfo {
   name: string;
   /** Paused: nothing of it starts, on any instance; enqueueing still works. */
   paused: boolean;
-  /** Queued, due or not. */
+  /** Queued, due or not; not blocked. */
   pending: number;
+  /** Queued in a flow, waiting for its dependencies to end (`blocked`). */
+  blocked: number;
   /** Queued and due now. */
   due: number;
   /** Running now, across the cluster. */

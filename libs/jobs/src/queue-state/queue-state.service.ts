@@ -14,7 +14,7 @@ import type { QueuesSql } from './queue-state.sql.js';
 
 /** What `counts` returns (see `queuesSql`). */
 interface Counts {
-  queued: { task: string; queue: string; pending: number; due: number }[];
+  queued: { task: string; queue: string; pending: number; blocked: number; due: number }[];
   running: { queue: string; active: number }[];
   stored: { name: string; paused: boolean }[];
 }
@@ -120,7 +120,15 @@ export class QueueStateService {
     const entry = (name: string) => {
       let queue = queues.get(name);
       if (!queue) {
-        queue = { name, paused: false, pending: 0, due: 0, active: 0, ...this.limitsOf(name) };
+        queue = {
+          name,
+          paused: false,
+          pending: 0,
+          blocked: 0,
+          due: 0,
+          active: 0,
+          ...this.limitsOf(name),
+        };
         queues.set(name, queue);
       }
       return queue;
@@ -128,9 +136,10 @@ export class QueueStateService {
     for (const name of this.options.queues.keys()) entry(name);
     for (const task of this.registry.names) entry(this.registry.queueOf(task)!);
     for (const { name, paused } of counts.stored) entry(name).paused = paused;
-    for (const { task, queue, pending, due } of counts.queued) {
+    for (const { task, queue, pending, blocked, due } of counts.queued) {
       const counted = entry(this.registry.pendingQueueOf(task, queue));
       counted.pending += pending;
+      counted.blocked += blocked;
       counted.due += due;
     }
     for (const { queue, active } of counts.running) entry(queue).active += active;

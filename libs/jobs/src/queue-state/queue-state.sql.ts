@@ -32,14 +32,16 @@ export function queuesSql({ quoted: s }: SchemaName) {
     paused: `SELECT name FROM ${s}.queues WHERE paused`,
 
     /**
-     * The counts behind `getQueues()`, in one snapshot: queued and due jobs by task and the queue
-     * they were enqueued under (the caller files them under their task's queue where it knows the
-     * task), running ones by the queue their claim recorded, and the stored states.
+     * The counts behind `getQueues()`, in one snapshot: queued (pending, or blocked in a flow) and
+     * due jobs by task and the queue they were enqueued under (the caller files them under their
+     * task's queue where it knows the task), running ones by the queue their claim recorded, and
+     * the stored states.
      */
     counts: `
       SELECT
         (SELECT coalesce(json_agg(q), '[]') FROM (
-           SELECT task, queue, count(*)::int AS pending,
+           SELECT task, queue, count(*) FILTER (WHERE COALESCE("blockedBy", 0) = 0)::int AS pending,
+                  count(*) FILTER (WHERE "blockedBy" > 0)::int AS blocked,
                   count(*) FILTER (WHERE "waitUntil" <= now())::int AS due
            FROM ${s}.jobs GROUP BY task, queue) q) AS queued,
         (SELECT coalesce(json_agg(r), '[]') FROM (

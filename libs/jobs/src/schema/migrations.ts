@@ -446,8 +446,9 @@ export const MIGRATIONS: readonly Migration[] = [
         position integer NOT NULL,
         UNIQUE ("flowId", ref)
       );
-      -- Retention walks the flows from the oldest (pruneFlows).
-      CREATE INDEX job_flow_created_at ON ${s}."jobFlow" ("createdAt");
+      -- Retention walks the flows from the oldest (pruneFlows), the admin API's list from the
+      -- latest. Built with the table, empty: no write waits on it.
+      CREATE INDEX job_flow_created_at ON ${s}."jobFlow" ("createdAt", id);
       -- One row per dependency: "jobId" waits for "dependsOn". "ended" says the dependency's end
       -- was counted, so that a job that ends again (retried by hand) never unblocks twice.
       CREATE TABLE ${s}."jobDependency" (
