@@ -111,8 +111,11 @@ const MEASURES: readonly (readonly [Measure | 'walImages', string])[] = [
   ['walImages', '… of which full-page images'],
 ];
 
+/** Rounded, with no "-0" for a difference of two runs that rounds to nothing. */
 const format = (measure: string, n: number) =>
-  measure.startsWith('wal') ? Math.round(n).toLocaleString('en') : n.toFixed(3);
+  measure.startsWith('wal')
+    ? (Math.round(n) || 0).toLocaleString('en')
+    : (Math.abs(n) < 0.0005 ? 0 : n).toFixed(3);
 
 /**
  * The costs per job as a table (a row per workload and measure, a column per side), then where
