@@ -6,8 +6,9 @@
  * database holds a `REPEATABLE READ` transaction open that took a snapshot: no row deleted or
  * updated after that snapshot can be vacuumed, pruned, or hinted dead in an index until it ends.
  * Every `interval` seconds it records the jobs started, their enqueue-to-start latency (the time a
- * due job waits for its claim), the queue's dead rows and size, and, for a side that names its
- * claim, the claim's executed plan (rolled back).
+ * due job waits for its claim), the queue's dead rows and size, the entries read per scan of the
+ * index its scans read most (the claim's), and, for a side that names its claim, the claim's
+ * executed plan (rolled back).
  *
  * The shared server the tests use runs with autovacuum off; when the server's autovacuum is off the
  * run does what it would do to the queue's tables, a plain `VACUUM` of each every `vacuumEvery`
@@ -86,8 +87,34 @@ export interface IntervalFigures {
   bytes: number;
   /** Bytes of each of its relations over 1 MiB (tables and indexes), at its end. */
   relations: Record<string, number>;
+  /**
+   * The schema's index that scans read the most entries of in it (the claim's, in every queue
+   * measured): entries read per scan counts the dead entries a scan stepped over as well as what
+   * it found, from `pg_stat_user_indexes`.
+   */
+  busiestIndex?: { name: string; scans: number; entriesPerScan: number };
   /** The claim explained at its end, where the side names it. */
   claim?: ClaimProbe;
+}
+
+/** Scans and entries read so far, by index of the schema. */
+type IndexReads = Record<string, { scans: number; read: number }>;
+
+/** The index whose scans read the most entries between `before` and `after`. */
+function busiestIndex(before: IndexReads, after: IndexReads): IntervalFigures['busiestIndex'] {
+  let busiest: IntervalFigures['busiestIndex'];
+  let most = 0;
+  for (const [name, { scans, read }] of Object.entries(after)) {
+    const delta = {
+      scans: scans - (before[name]?.scans ?? 0),
+      read: read - (before[name]?.read ?? 0),
+    };
+    if (delta.read > most && delta.scans > 0) {
+      most = delta.read;
+      busiest = { name, scans: delta.scans, entriesPerScan: delta.read / delta.scans };
+    }
+  }
+  return busiest;
 }
 
 export interface ClaimProbe {
@@ -146,10 +173,18 @@ async function schemaState(client: pg.Client, schema: string) {
      ORDER BY 2 DESC`,
     [schema],
   );
+  const indexes = await client.query(
+    `SELECT indexrelname AS name, idx_scan::bigint AS scans, idx_tup_read::bigint AS read
+     FROM pg_stat_user_indexes WHERE schemaname = $1`,
+    [schema],
+  );
   return {
     deadRows: Number(rows[0].dead),
     bytes: Number(rows[0].bytes),
     relations: Object.fromEntries(relations.rows.map((r) => [r.name, Number(r.bytes)])),
+    indexReads: Object.fromEntries(
+      indexes.rows.map((r) => [r.name, { scans: Number(r.scans), read: Number(r.read) }]),
+    ) as IndexReads,
   };
 }
 
@@ -231,22 +266,26 @@ export function runSteadyLoad(
       const intervals: IntervalFigures[] = [];
       try {
         let last = { at: begin, enqueued: 0, started: 0 };
+        let lastReads = (await schemaState(watcher, side.schema)).indexReads;
         for (let n = 1; n * settings.interval <= settings.seconds; n++) {
           await sleep(begin + n * settings.interval * 1000 - performance.now());
           const now = { at: performance.now(), enqueued, started };
           const window = latencies;
           latencies = [];
           const span = (now.at - last.at) / 1000;
+          const { indexReads, ...state } = await schemaState(watcher, side.schema);
           intervals.push({
             seconds: (now.at - begin) / 1000,
             enqueuedPerSecond: (now.enqueued - last.enqueued) / span,
             startedPerSecond: (now.started - last.started) / span,
             latency: latency(window),
             backlog: now.enqueued - now.started,
-            ...(await schemaState(watcher, side.schema)),
+            ...state,
+            busiestIndex: busiestIndex(lastReads, indexReads),
             ...(side.claim ? { claim: await probeClaim(watcher, side.claim) } : {}),
           });
           last = now;
+          lastReads = indexReads;
           console.error(
             `${held ? 'held' : 'free'} ${Math.round(now.at - begin) / 1000} s: ${Math.round(intervals.at(-1)!.startedPerSecond)} jobs/s`,
           );
@@ -315,18 +354,22 @@ export function describeHorizon(
       '',
       `${name}:`,
       '',
-      '| s | jobs/s free | held | latency free | latency held | backlog held | dead rows free / held | MiB free / held | claim ms, buffers free / held |',
-      '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+      '| s | jobs/s free | held | latency free | latency held | backlog held | dead rows free / held | MiB free / held | index entries per scan free / held | claim ms, buffers free / held |',
+      '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     );
     free.forEach((f, i) => {
       const h = held[i];
       const lat = (l: Latency) =>
         `${formatNumber(l.p50)} / ${formatNumber(l.p95)} / ${formatNumber(l.p99)}`;
       const claim = (c?: ClaimProbe) => (c ? `${c.ms.toFixed(2)} ms, ${c.buffers}` : '—');
+      const reads = (i: IntervalFigures) =>
+        i.busiestIndex
+          ? `${Math.round(i.busiestIndex.entriesPerScan)} (${i.busiestIndex.name})`
+          : '—';
       lines.push(
         `| ${Math.round(f.seconds)} | ${Math.round(f.startedPerSecond)} | ${Math.round(h.startedPerSecond)} | ` +
           `${lat(f.latency)} | ${lat(h.latency)} | ${h.backlog} | ${f.deadRows} / ${h.deadRows} | ` +
-          `${mib(f.bytes)} / ${mib(h.bytes)} | ${claim(f.claim)} / ${claim(h.claim)} |`,
+          `${mib(f.bytes)} / ${mib(h.bytes)} | ${reads(f)} / ${reads(h)} | ${claim(f.claim)} / ${claim(h.claim)} |`,
       );
     });
     const [f, h] = [free.at(-1)!, held.at(-1)!];
