@@ -287,7 +287,7 @@ export function runSteadyLoad(
           last = now;
           lastReads = indexReads;
           console.error(
-            `${held ? 'held' : 'free'} ${Math.round(now.at - begin) / 1000} s: ${Math.round(intervals.at(-1)!.startedPerSecond)} jobs/s`,
+            `${held ? 'held' : 'free'} ${Math.round((now.at - begin) / 1000)} s: ${Math.round(intervals.at(-1)!.startedPerSecond)} jobs/s`,
           );
         }
         return intervals;
