@@ -12,12 +12,8 @@
 import 'reflect-metadata';
 import { openBenchServer, writeResults } from './harness.js';
 import { librarySteady } from './library-long-runs.js';
-import {
-  autovacuumOn,
-  compareHorizon,
-  describeHorizon,
-  steadyLoadSettings,
-} from './steady-load.js';
+import { compareHorizon, describeHorizon } from './horizon-comparison.js';
+import { autovacuumOn, steadyLoadSettings } from './steady-load.js';
 
 const settings = steadyLoadSettings();
 const server = await openBenchServer();

@@ -31,12 +31,8 @@ import { library } from './library.js';
 import { librarySteady } from './library-long-runs.js';
 import { loadPeers } from './peer-sides.js';
 import { summarise } from './stats.js';
-import {
-  autovacuumOn,
-  compareHorizon,
-  describeHorizon,
-  steadyLoadSettings,
-} from './steady-load.js';
+import { compareHorizon, describeHorizon } from './horizon-comparison.js';
+import { autovacuumOn, steadyLoadSettings } from './steady-load.js';
 import { JOBS, LATENCY_JOBS, REPETITIONS } from './workloads.js';
 import type { DrainAndLatency } from './workloads.js';
 

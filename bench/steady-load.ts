@@ -7,8 +7,8 @@
  * updated after that snapshot can be vacuumed, pruned, or hinted dead in an index until it ends.
  * Every `interval` seconds it records the jobs started, their enqueue-to-start latency (the time a
  * due job waits for its claim), the queue's dead rows and size, the entries read per scan of the
- * index its scans read most (the claim's), and, for a side that names its claim, the claim's
- * executed plan (rolled back).
+ * two indexes its scans read most (the claim's among them), and, for a side that names its claim,
+ * the claim's executed plan (rolled back).
  *
  * The shared server the tests use runs with autovacuum off; when the server's autovacuum is off the
  * run does what it would do to the queue's tables, a plain `VACUUM` of each every `vacuumEvery`
@@ -16,7 +16,6 @@
  * operator would have; under the held horizon those vacuums find nothing they may remove.
  */
 import pg from 'pg';
-import { formatNumber } from './harness.js';
 import type { BenchServer } from './harness.js';
 import { latency } from './stats.js';
 import type { Latency } from './stats.js';
@@ -88,11 +87,11 @@ export interface IntervalFigures {
   /** Bytes of each of its relations over 1 MiB (tables and indexes), at its end. */
   relations: Record<string, number>;
   /**
-   * The schema's index that scans read the most entries of in it (the claim's, in every queue
-   * measured): entries read per scan counts the dead entries a scan stepped over as well as what
-   * it found, from `pg_stat_user_indexes`.
+   * The two indexes of the schema whose scans read the most entries in it (the claim's, and for
+   * the library the completion's, `job_history_active`): entries read per scan counts the dead
+   * entries a scan stepped over as well as what it found, from `pg_stat_user_indexes`.
    */
-  busiestIndex?: { name: string; scans: number; entriesPerScan: number };
+  mostReadIndexes: IndexScans[];
   /** The claim explained at its end, where the side names it. */
   claim?: ClaimProbe;
 }
@@ -100,21 +99,24 @@ export interface IntervalFigures {
 /** Scans and entries read so far, by index of the schema. */
 type IndexReads = Record<string, { scans: number; read: number }>;
 
-/** The index whose scans read the most entries between `before` and `after`. */
-function busiestIndex(before: IndexReads, after: IndexReads): IntervalFigures['busiestIndex'] {
-  let busiest: IntervalFigures['busiestIndex'];
-  let most = 0;
-  for (const [name, { scans, read }] of Object.entries(after)) {
-    const delta = {
+export interface IndexScans {
+  name: string;
+  scans: number;
+  entriesPerScan: number;
+}
+
+/** The two indexes whose scans read the most entries between `before` and `after`. */
+function mostReadIndexes(before: IndexReads, after: IndexReads): IndexScans[] {
+  return Object.entries(after)
+    .map(([name, { scans, read }]) => ({
+      name,
       scans: scans - (before[name]?.scans ?? 0),
       read: read - (before[name]?.read ?? 0),
-    };
-    if (delta.read > most && delta.scans > 0) {
-      most = delta.read;
-      busiest = { name, scans: delta.scans, entriesPerScan: delta.read / delta.scans };
-    }
-  }
-  return busiest;
+    }))
+    .filter((index) => index.scans > 0 && index.read > 0)
+    .sort((a, b) => b.read - a.read)
+    .slice(0, 2)
+    .map(({ name, scans, read }) => ({ name, scans, entriesPerScan: read / scans }));
 }
 
 export interface ClaimProbe {
@@ -281,7 +283,7 @@ export function runSteadyLoad(
             latency: latency(window),
             backlog: now.enqueued - now.started,
             ...state,
-            busiestIndex: busiestIndex(lastReads, indexReads),
+            mostReadIndexes: mostReadIndexes(lastReads, indexReads),
             ...(side.claim ? { claim: await probeClaim(watcher, side.claim) } : {}),
           });
           last = now;
@@ -301,89 +303,4 @@ export function runSteadyLoad(
       }
     });
   });
-}
-
-/** A side's two runs, and whether its last interval under the held horizon met the target. */
-export interface HorizonComparison {
-  name: string;
-  free: IntervalFigures[];
-  held: IntervalFigures[];
-  /** The last interval's throughput held ÷ free. */
-  ratio: number;
-  met: boolean;
-}
-
-/** The target of issue 28 item 4: the last interval held at least this share of the same one free. */
-export const HORIZON_TARGET = 0.7;
-
-/** Runs `sides` free, then held, each on fresh databases. */
-export async function compareHorizon(
-  server: BenchServer,
-  sides: readonly (readonly [string, SteadyConsumer])[],
-  settings: SteadyLoadSettings,
-): Promise<HorizonComparison[]> {
-  const comparisons: HorizonComparison[] = [];
-  for (const [name, side] of sides) {
-    const free = await runSteadyLoad(server, side, settings, { held: false });
-    const held = await runSteadyLoad(server, side, settings, { held: true });
-    const ratio = held.at(-1)!.startedPerSecond / free.at(-1)!.startedPerSecond;
-    comparisons.push({ name, free, held, ratio, met: ratio >= HORIZON_TARGET });
-  }
-  return comparisons;
-}
-
-const mib = (bytes: number) => (bytes / 1048576).toFixed(1);
-
-/** The comparisons as the printed tables and verdicts. */
-export function describeHorizon(
-  comparisons: readonly HorizonComparison[],
-  settings: SteadyLoadSettings,
-  vacuumed: boolean,
-): string {
-  const lines = [
-    `Steady load: ${settings.rate} jobs/s enqueued (batches every 20 ms) and drained by one consumer at c=${settings.concurrency}, ` +
-      `${settings.seconds} s per run, figures per ${settings.interval} s; "held": another session holds a REPEATABLE READ ` +
-      `snapshot for the whole run. ${
-        vacuumed
-          ? `The server's autovacuum is off: the run VACUUMs the queue's tables every ${settings.vacuumEvery} s.`
-          : "Vacuum is the server's own."
-      } Latency: enqueue to handler start, ms (p50 / p95 / p99).`,
-  ];
-  for (const { name, free, held, ratio, met } of comparisons) {
-    lines.push(
-      '',
-      `${name}:`,
-      '',
-      '| s | jobs/s free | held | latency free | latency held | backlog held | dead rows free / held | MiB free / held | index entries per scan free / held | claim ms, buffers free / held |',
-      '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    );
-    free.forEach((f, i) => {
-      const h = held[i];
-      const lat = (l: Latency) =>
-        `${formatNumber(l.p50)} / ${formatNumber(l.p95)} / ${formatNumber(l.p99)}`;
-      const claim = (c?: ClaimProbe) => (c ? `${c.ms.toFixed(2)} ms, ${c.buffers}` : '—');
-      const reads = (i: IntervalFigures) =>
-        i.busiestIndex
-          ? `${Math.round(i.busiestIndex.entriesPerScan)} (${i.busiestIndex.name})`
-          : '—';
-      lines.push(
-        `| ${Math.round(f.seconds)} | ${Math.round(f.startedPerSecond)} | ${Math.round(h.startedPerSecond)} | ` +
-          `${lat(f.latency)} | ${lat(h.latency)} | ${h.backlog} | ${f.deadRows} / ${h.deadRows} | ` +
-          `${mib(f.bytes)} / ${mib(h.bytes)} | ${reads(f)} / ${reads(h)} | ${claim(f.claim)} / ${claim(h.claim)} |`,
-      );
-    });
-    const [f, h] = [free.at(-1)!, held.at(-1)!];
-    const big = (r: Record<string, number>) =>
-      Object.entries(r)
-        .map(([rel, bytes]) => `${rel} ${mib(bytes)}`)
-        .join(', ') || 'none over 1 MiB';
-    lines.push(
-      '',
-      `Relations at the end (MiB), free: ${big(f.relations)}; held: ${big(h.relations)}.`,
-      `Target: the last interval held at least ${HORIZON_TARGET} × free: ${ratio.toFixed(2)} ` +
-        `(${Math.round(h.startedPerSecond)} ÷ ${Math.round(f.startedPerSecond)} jobs/s): ${met ? 'met' : 'MISSED'}; ` +
-        `its p50 latency held ÷ free: ${(h.latency.p50 / f.latency.p50).toFixed(2)}.`,
-    );
-  }
-  return lines.join('\n');
 }
