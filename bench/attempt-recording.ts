@@ -18,20 +18,22 @@
  *   to requeue it, and the attempt's fence), the end deletes it there and inserts the finished
  *   history row.
  *
- * Per job, for each: WAL bytes (the records of this database and their commits, read with
- * pg_walinspect between the server's insert positions around the drain, which starts after a
- * `CHECKPOINT`, so that the first write of every page pays its full-page image as it would in
- * production; and the server-wide distance, which other databases' writes inflate), statements,
- * and rows inserted, updated (HOT apart), deleted and left dead, by table. Autovacuum is off on the
+ * Per job, for each (counted with `bench/db-costs.ts`): WAL bytes (the records of this database
+ * and their commits, read with pg_walinspect between the server's insert positions around the
+ * drain, which starts after a `CHECKPOINT`, so that the first write of every page pays its
+ * full-page image as it would in production; and the server-wide distance, which other databases'
+ * writes inflate), statements, and rows inserted, updated (HOT apart), deleted and left dead, by
+ * table. Autovacuum is off on the
  * drained tables, so that the WAL is the statements' own. The drain's rate is reported only as a
  * ratio to `today` in the same run (`BENCH_REPETITIONS` interleaved runs, default 3, each
  * repetition starting one variant further on): it depends on the machine's load, the counts do not.
  */
 import 'reflect-metadata';
 import pg from 'pg';
-import { toSchemaName } from '../libs/jobs/src/database/schema-name.js';
-import { runnerSql } from '../libs/jobs/src/runner/runner.sql.js';
+import { costPoint, costsBetween, keepingWal } from './db-costs.js';
+import type { Costs, TableRows } from './db-costs.js';
 import { formatFigure, openBenchServer, writeResults } from './harness.js';
+import { runnerSql, toSchemaName } from './internals.js';
 import { queueBacklog } from './library.js';
 import { summarise } from './stats.js';
 import { JOBS, REPETITIONS } from './workloads.js';
@@ -260,18 +262,15 @@ const VARIANTS: Record<string, Variant> = {
 };
 
 /** Drains the queue with `variant`: each batch's end written while the next claim runs. */
-async function drain(pool: pg.Pool, variant: Variant): Promise<{ statements: number }> {
-  let statements = 0;
+async function drain(pool: pg.Pool, variant: Variant): Promise<void> {
   let ending: Promise<number> = Promise.resolve(0);
   for (;;) {
     const attempts = await variant.claim(pool);
-    statements++;
     await ending;
-    if (attempts.length === 0) return { statements };
+    if (attempts.length === 0) return;
     // Sorted, as the CompletionBatcher sorts its batch: two writes lock rows in one order.
     const batch = [...attempts].sort((a, b) => (a.id < b.id ? -1 : 1));
     ending = variant.complete(pool, batch);
-    statements++;
   }
 }
 
@@ -285,96 +284,11 @@ async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>)
   }
 }
 
-type TableCounts = Record<
-  string,
-  { ins: number; upd: number; hot: number; del: number; dead: number }
->;
-
-/**
- * Rows written by table, once every other session of the database has ended (a session flushes
- * its counts at its exit).
- */
-function tableCounts(url: string): Promise<TableCounts> {
-  return withClient(url, async (client) => {
-    const deadline = Date.now() + 30_000;
-    while (
-      (
-        await client.query(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-           WHERE datname = current_database() AND backend_type = 'client backend'
-             AND pid <> pg_backend_pid()`,
-        )
-      ).rows[0].n > 0
-    ) {
-      if (Date.now() > deadline) throw new Error('bench:attempts: sessions still open after 30 s');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    await client.query('SELECT pg_stat_clear_snapshot()');
-    const { rows } = await client.query(
-      `SELECT relname AS name, n_tup_ins::int AS ins, n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot,
-              n_tup_del::int AS del, n_dead_tup::int AS dead
-       FROM pg_stat_user_tables WHERE schemaname = 'jobs'`,
-    );
-    return Object.fromEntries(rows.map(({ name, ...counts }) => [name, counts]));
-  });
-}
-
-interface WalCounts {
-  /** Bytes of the records of this database's blocks and of the commits of their transactions. */
-  own: number;
-  /** Of which full-page images. */
-  images: number;
-  /** Bytes by resource manager (Heap, Btree, Transaction, ...), of `own`. */
-  byManager: Record<string, number>;
-  /** The server-wide distance between the two positions: every database's writes. */
-  serverWide: number;
-}
-
-/** The WAL between `from` and `to` that this database wrote, read once the server flushed it. */
-function walBetween(url: string, from: string, to: string): Promise<WalCounts> {
-  return withClient(url, async (client) => {
-    const deadline = Date.now() + 10_000;
-    const flushed = 'SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn AS flushed';
-    while ((await client.query(flushed, [to])).rows[0].flushed !== true) {
-      if (Date.now() > deadline) throw new Error('bench:attempts: WAL not flushed after 10 s');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    const { rows } = await client.query(
-      `WITH r AS (
-         SELECT * FROM pg_get_wal_records_info($1, $2)
-       ), mine AS (
-         SELECT DISTINCT xid::text AS xid FROM r
-         WHERE block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'
-           AND xid::text <> '0'
-       )
-       SELECT resource_manager AS manager, sum(record_length)::bigint AS bytes,
-              sum(fpi_length)::bigint AS images
-       FROM r
-       WHERE block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'
-          OR xid::text IN (SELECT xid FROM mine)
-       GROUP BY 1`,
-      [from, to],
-    );
-    const distance = await client.query(`SELECT pg_wal_lsn_diff($2, $1)::bigint AS bytes`, [
-      from,
-      to,
-    ]);
-    const byManager = Object.fromEntries(rows.map((row) => [row.manager, Number(row.bytes)]));
-    return {
-      own: rows.reduce((sum, row) => sum + Number(row.bytes), 0),
-      images: rows.reduce((sum, row) => sum + Number(row.images), 0),
-      byManager,
-      serverWide: Number(distance.rows[0].bytes),
-    };
-  });
-}
-
 interface Run {
   ms: number;
-  statements: number;
   recorded: number;
-  wal: WalCounts;
-  rows: TableCounts;
+  /** What the drain wrote: rows by table, WAL (this database's, full-page images, server-wide). */
+  costs: Costs;
 }
 
 /** One drain of `QUEUED` jobs with `variant`, on a fresh database. */
@@ -390,69 +304,34 @@ async function run(url: string, variant: Variant): Promise<Run> {
       await client.query(`ALTER TABLE jobs."${table}" SET (autovacuum_enabled = false)`);
     }
     await client.query('ANALYZE jobs.jobs');
-    await client.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
   });
-  const before = await tableCounts(url);
-  // A temporary physical slot, held by this session until the WAL is read, keeps the server from
-  // removing the drain's segments: a checkpoint of anyone's (a timed one, another database's)
-  // may fall during the drain. Its session is on another database: the counts wait for every
-  // session of this one to end.
-  const elsewhere = new URL(url);
-  elsewhere.pathname = '/postgres';
-  const keeper = new pg.Client({ connectionString: elsewhere.toString() });
-  await keeper.connect();
-  try {
-    await keeper.query('SELECT pg_create_physical_replication_slot($1, true, true)', [
-      `bench_attempts_${process.pid}`,
-    ]);
-    return await drainCounted(url, variant, before);
-  } finally {
-    await keeper.end();
-  }
-}
-
-/** The drain of `run`, once its slot holds the WAL: counted from a checkpoint. */
-async function drainCounted(url: string, variant: Variant, before: TableCounts): Promise<Run> {
-  const from = await withClient(url, async (client) => {
-    await client.query('CHECKPOINT');
-    return (await client.query('SELECT pg_current_wal_insert_lsn()::text AS lsn')).rows[0].lsn;
+  // Counted from a checkpoint, so that the first write of every page pays its full-page image.
+  return keepingWal(url, { checkpoint: true }, async () => {
+    const before = await costPoint(url);
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    let ms: number;
+    try {
+      const start = performance.now();
+      await drain(pool, variant);
+      ms = performance.now() - start;
+    } finally {
+      await pool.end();
+    }
+    const after = await costPoint(url);
+    const recorded = await withClient(
+      url,
+      async (client) =>
+        (
+          await client.query(
+            `SELECT count(*)::int AS n FROM jobs."jobHistory" WHERE state = 'completed'`,
+          )
+        ).rows[0].n,
+    );
+    if (recorded !== QUEUED) throw new Error(`bench:attempts: ${recorded} of ${QUEUED} recorded`);
+    const costs = await costsBetween(url, before, after);
+    if (costs.walScope !== 'database') throw new Error('bench:attempts: needs pg_walinspect');
+    return { ms, recorded, costs };
   });
-  const pool = new pg.Pool({ connectionString: url, max: 2 });
-  let ms: number;
-  let statements: number;
-  let to: string;
-  try {
-    const start = performance.now();
-    ({ statements } = await drain(pool, variant));
-    ms = performance.now() - start;
-    to = (await pool.query('SELECT pg_current_wal_insert_lsn()::text AS lsn')).rows[0].lsn;
-  } finally {
-    await pool.end();
-  }
-  const after = await tableCounts(url);
-  const recorded = await withClient(
-    url,
-    async (client) =>
-      (
-        await client.query(
-          `SELECT count(*)::int AS n FROM jobs."jobHistory" WHERE state = 'completed'`,
-        )
-      ).rows[0].n,
-  );
-  if (recorded !== QUEUED) throw new Error(`bench:attempts: ${recorded} of ${QUEUED} recorded`);
-  const rows: TableCounts = {};
-  for (const table of variant.tables) {
-    const a = after[table];
-    const b = before[table] ?? { ins: 0, upd: 0, hot: 0, del: 0, dead: 0 };
-    rows[table] = {
-      ins: a.ins - b.ins,
-      upd: a.upd - b.upd,
-      hot: a.hot - b.hot,
-      del: a.del - b.del,
-      dead: a.dead,
-    };
-  }
-  return { ms, statements, recorded, wal: await walBetween(url, from, to), rows };
 }
 
 const server = await openBenchServer();
@@ -480,7 +359,7 @@ for (let i = 0; i < REPETITIONS; i++) {
   ]) {
     const result = await server.onFreshDatabase((url) => run(url, variant));
     runs.get(name)!.push(result);
-    console.error(`${name}: ${Math.round(result.wal.own / QUEUED)} WAL bytes/job`);
+    console.error(`${name}: ${Math.round(result.costs.walBytes / QUEUED)} WAL bytes/job`);
   }
   console.error(`repetition ${i + 1}/${REPETITIONS} done`);
 }
@@ -504,28 +383,27 @@ console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
 for (const name of runs.keys()) {
   const ratio = summarise(runs.get(name)!.map((r) => ((QUEUED / r.ms) * 1000) / todayRate));
   console.log(
-    `| ${name} | ${Math.round(perJob(name, (r) => r.wal.own))} | ` +
-      `${Math.round(perJob(name, (r) => r.wal.images))} | ` +
-      `${Math.round(perJob(name, (r) => r.wal.serverWide))} | ` +
-      `${perJob(name, (r) => r.statements).toFixed(3)} | ${formatFigure(ratio)} |`,
+    `| ${name} | ${Math.round(perJob(name, (r) => r.costs.walBytes))} | ` +
+      `${Math.round(perJob(name, (r) => r.costs.walImages))} | ` +
+      `${Math.round(perJob(name, (r) => r.costs.walServerWide))} | ` +
+      `${perJob(name, (r) => r.costs.statements).toFixed(3)} | ${formatFigure(ratio)} |`,
   );
 }
 console.log('\nRows per job by table (inserted / updated, of which HOT / deleted; dead left):');
-for (const [name, variantRuns] of runs) {
-  const tables = Object.keys(variantRuns[0].rows);
-  const cells = tables.map((table) => {
-    const of = (key: 'ins' | 'upd' | 'hot' | 'del' | 'dead') =>
-      perJob(name, (r) => r.rows[table][key]).toFixed(2);
-    return `${table} ${of('ins')} / ${of('upd')}, HOT ${of('hot')} / ${of('del')}; dead ${of('dead')}`;
+for (const name of runs.keys()) {
+  const cells = VARIANTS[name].tables.map((table) => {
+    const of = (key: keyof TableRows) =>
+      perJob(name, (r) => r.costs.tables[`jobs.${table}`]?.[key] ?? 0).toFixed(2);
+    return `${table} ${of('inserted')} / ${of('updated')}, HOT ${of('hot')} / ${of('deleted')}; dead ${of('dead')}`;
   });
   console.log(`- ${name}: ${cells.join('; ')}`);
 }
 console.log('\nWAL bytes per job by resource manager (this database):');
 for (const [name, variantRuns] of runs) {
-  const managers = Object.keys(variantRuns[0].wal.byManager).sort();
+  const managers = Object.keys(variantRuns[0].costs.walByManager).sort();
   console.log(
     `- ${name}: ${managers
-      .map((m) => `${m} ${Math.round(perJob(name, (r) => r.wal.byManager[m] ?? 0))}`)
+      .map((m) => `${m} ${Math.round(perJob(name, (r) => r.costs.walByManager[m] ?? 0))}`)
       .join('; ')}`,
   );
 }

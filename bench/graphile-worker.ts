@@ -1,12 +1,14 @@
 /**
  * The drain and latency workloads through graphile-worker (a dev dependency, for
- * `npm run bench:peers` only; it needs Node 22.18+), as its documentation says to run fast jobs.
+ * `npm run bench:peers` only; it needs Node 22.18+), as its documentation says to run fast jobs, and
+ * under the steady load of `bench/steady-load.ts`.
  */
 import pg from 'pg';
 import { Logger, makeWorkerUtils, run } from 'graphile-worker';
 import type { Runner, RunnerOptions, Task } from 'graphile-worker';
 import { pollUntil, trackPeakRss } from './stats.js';
 import { JOBS, inBatches, spacedLatencies, watchingClients } from './workloads.js';
+import type { SteadyConsumer, TimedPayload } from './steady-load.js';
 import type { DrainAndLatency } from './workloads.js';
 
 const quietLogger = new Logger(() => (level, message) => {
@@ -101,5 +103,28 @@ export const graphileWorker: DrainAndLatency = {
     return withRunners(url, 10, 1, record, ([runner]) =>
       spacedLatencies(async () => (await runner.addJob('noop', {})).id, startedAt),
     );
+  },
+};
+
+/** The steady load of `bench:horizon` through graphile-worker: its runner, and `addJobs` to enqueue. */
+export const graphileWorkerSteady: SteadyConsumer = {
+  schema: 'graphile_worker',
+  async withConsumer(url, concurrency, started, load) {
+    const utils = await makeWorkerUtils({ connectionString: url, logger: quietLogger });
+    try {
+      await utils.migrate();
+      const timed: Task = (payload) => {
+        started(payload as TimedPayload);
+      };
+      return await withRunners(url, concurrency, 1, timed, () =>
+        load(async (jobs, payload) => {
+          await utils.addJobs(
+            Array.from({ length: jobs }, () => ({ identifier: 'noop', payload })),
+          );
+        }),
+      );
+    } finally {
+      await utils.release();
+    }
   },
 };

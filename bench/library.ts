@@ -64,7 +64,8 @@ class BenchAppModule {
   }
 }
 
-async function withApps<T>(
+/** Boots `instances` apps of the library on `url` with `options` and `tasks`, runs `fn`, closes them. */
+export async function withApps<T>(
   url: string,
   options: Partial<JobsModuleOptions>,
   instances: number,
@@ -119,7 +120,7 @@ function drainTime(url: string, jobs: number, since: Date): Promise<number> {
 }
 
 /** The database's clock. */
-async function databaseNow(url: string): Promise<Date> {
+export async function databaseNow(url: string): Promise<Date> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

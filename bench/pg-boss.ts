@@ -1,11 +1,13 @@
 /**
  * The drain and latency workloads through pg-boss (a dev dependency, for `npm run bench:peers`
- * only; it needs Node 22.12+), set up as its documentation offers for fast wake-ups and big batches.
+ * only; it needs Node 22.12+), set up as its documentation offers for fast wake-ups and big batches,
+ * and under the steady load of `bench/steady-load.ts`.
  */
 import { PgBoss } from 'pg-boss';
 import type { WorkOptions } from 'pg-boss';
 import { trackPeakRss } from './stats.js';
 import { drainSpanOnDatabaseClock, inBatches, spacedLatencies } from './workloads.js';
+import type { SteadyConsumer, TimedPayload } from './steady-load.js';
 import type { DrainAndLatency } from './workloads.js';
 
 const QUEUE = 'noop';
@@ -89,4 +91,21 @@ export const pgBoss: DrainAndLatency = {
       }, startedAt);
     });
   },
+};
+
+/** The steady load of `bench:horizon` through pg-boss: one `work()`, and `insert` to enqueue. */
+export const pgBossSteady: SteadyConsumer = {
+  schema: 'pgboss',
+  withConsumer: (url, concurrency, started, load) =>
+    withBosses(url, 1, async ([boss]) => {
+      await boss.work(QUEUE, workOptions(concurrency), async (jobs) => {
+        for (const job of jobs) started(job.data as TimedPayload);
+      });
+      return load(async (jobs, payload) => {
+        await boss.insert(
+          QUEUE,
+          Array.from({ length: jobs }, () => ({ data: payload })),
+        );
+      });
+    }),
 };
