@@ -34,6 +34,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       11: 'e896f62ef0ec',
       12: 'eb3380e2916b',
       13: '464865dee29a',
+      14: 'b28b22f49590',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [

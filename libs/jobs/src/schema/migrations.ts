@@ -481,6 +481,77 @@ export const MIGRATIONS: readonly Migration[] = [
         EXECUTE FUNCTION ${s}."flowJobEnded"();
     `,
   },
+  {
+    version: 14,
+    name: 'flows: a dependency ended, its dependents found by their keys',
+    sql: ({ quoted: s }) => `
+      -- The "flowJobEnded" of version 13, each row it reads or writes reached by its key. There,
+      -- the dependents' policy and "waitUntil" came from a join of "jobFlowMember", which the
+      -- planner turned into a scan of the whole table for each ending once "jobDependency" had
+      -- grown with the row versions the endings write (before autoanalyze, it guessed dozens of
+      -- dependents per job): draining a flow of 10,000 jobs into one sink took 20 times as long as
+      -- the same jobs without dependencies. Here they are read by a scalar subquery on its primary
+      -- key, only where needed (a failure's policy; the last dependency's "waitUntil"), and the
+      -- dependents found by "id = ANY(ARRAY(...))": index conditions, which no estimate turns into
+      -- a scan. test/flows/flow-ending-plan.spec.ts holds this.
+      CREATE OR REPLACE FUNCTION ${s}."flowJobEnded"() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE
+        channel text := TG_TABLE_SCHEMA || '_scheduler';
+        dependency text;
+        notified integer;
+        due integer;
+      BEGIN
+        -- A failure whose retry the same statement queued is not an end.
+        IF EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = NEW.id) THEN
+          RETURN NULL;
+        END IF;
+        SELECT m.ref INTO dependency FROM ${s}."jobFlowMember" m WHERE m."jobId" = NEW.id;
+        WITH counted AS (
+          UPDATE ${s}."jobDependency" d SET ended = true
+          WHERE d."dependsOn" = NEW.id AND NOT d.ended
+          RETURNING d."jobId",
+                    CASE WHEN NEW.state = 'completed' THEN false
+                         ELSE (SELECT m."onDependencyFailure" = 'cancel' FROM ${s}."jobFlowMember" m
+                               WHERE m."jobId" = d."jobId") END AS cancels
+        ), removed AS (
+          DELETE FROM ${s}.jobs j
+          WHERE j.id = ANY(ARRAY(SELECT "jobId" FROM counted WHERE cancels)) AND j."blockedBy" > 0
+          RETURNING j.*
+        ), cancelled AS (
+          INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
+                                               "wasScheduled", awaited, "createdAt", "completedAt", queue,
+                                               "groupKey", "inFlow", "lastErrorMessage")
+          SELECT id, task, 'cancelled', payload, priority, retries, "maxRetries", "isScheduled", awaited,
+                 "createdAt", now(), queue, "groupKey", "inFlow",
+                 format('Cancelled: its dependency "%s" (%s) ended %s.', dependency, NEW.id, NEW.state)
+          FROM removed
+          ON CONFLICT (id) DO UPDATE SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now(),
+            "lastErrorMessage" = EXCLUDED."lastErrorMessage", awaited = h.awaited OR EXCLUDED.awaited
+          RETURNING id, awaited
+        ), unblocked AS (
+          UPDATE ${s}.jobs j
+          SET "blockedBy" = j."blockedBy" - 1,
+              "waitUntil" = CASE WHEN j."blockedBy" = 1
+                                 THEN GREATEST(now(), (SELECT m."waitUntil" FROM ${s}."jobFlowMember" m
+                                                       WHERE m."jobId" = j.id))
+                                 ELSE j."waitUntil" END
+          WHERE j.id = ANY(ARRAY(SELECT "jobId" FROM counted WHERE NOT cancels)) AND j."blockedBy" > 0
+          RETURNING j."blockedBy", j."waitUntil"
+        ), told AS (
+          SELECT pg_notify(channel, json_build_object('event', 'jobCompleted', 'id', id,
+                                                      'state', 'cancelled')::text)
+          FROM cancelled WHERE awaited
+        )
+        SELECT (SELECT count(*) FROM told), count(*) FILTER (WHERE "blockedBy" = 0 AND "waitUntil" <= now())
+          INTO notified, due FROM unblocked;
+        IF due > 0 THEN
+          PERFORM pg_notify(channel, '{"event":"newJob"}');
+        END IF;
+        RETURN NULL;
+      END
+      $$;
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */
