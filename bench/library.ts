@@ -143,16 +143,19 @@ async function drain(
   {
     tasks,
     jobs = JOBS,
+    backlog = (url) => queueBacklog(url, task, jobs),
     prepare,
     backlogQueued,
   }: {
     tasks?: readonly Type[];
     jobs?: number;
+    /** Queues the `jobs` jobs with no consumer running. Default: `jobs` jobs of `task`. */
+    backlog?: (url: string) => Promise<void>;
     prepare?: (url: string) => Promise<void>;
     backlogQueued?: () => Promise<void>;
   } = {},
 ): Promise<{ ms: number; peakRssMiB: number }> {
-  await queueBacklog(url, task, jobs);
+  await backlog(url);
   await prepare?.(url);
   const since = await databaseNow(url);
   await backlogQueued?.();
@@ -198,6 +201,49 @@ export function drainOnFullHistory(url: string, rows: number) {
       }
     },
   });
+}
+
+/**
+ * The drain of c=50 x1 of a flow of `jobs` no-op jobs (default `JOBS`) added in one call: one job,
+ * then all but two after it, then one after all of them (1 → jobs − 2 → 1, as many jobs as one
+ * `addFlow` takes), against the drain of as many jobs without dependencies. Also returns how long
+ * after the last of its dependencies completed the sink started (history's times, the database's
+ * clock): a notification's round trip when the ending that unblocks it wakes the instance, a poll
+ * (`pollingCheck`, 0.5 s here) when it does not.
+ */
+export async function drainFlow(
+  url: string,
+  jobs = JOBS,
+): Promise<{ ms: number; sinkDelayMs: number }> {
+  let sink = '';
+  const { ms } = await drain(url, 'noop', { concurrency: 50 }, 1, {
+    jobs,
+    backlog: (url) =>
+      withApps(url, { runJobs: false }, 1, async (queue) => {
+        const items = Array.from({ length: jobs - 2 }, (_, i) => `item-${i}`);
+        const flow = await queue.addFlow({
+          jobs: [
+            { ref: 'source', task: 'noop' },
+            ...items.map((ref) => ({ ref, task: 'noop', dependsOn: ['source'] })),
+            { ref: 'sink', task: 'noop', dependsOn: items },
+          ],
+        });
+        sink = flow.jobs.sink;
+      }),
+  });
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ ms: number }>(
+      `SELECT extract(epoch FROM s."startedAt" - max(h."completedAt")) * 1000 AS ms
+       FROM jobs."jobHistory" s, jobs."jobHistory" h
+       WHERE s.id = $1 AND h.id <> $1 GROUP BY s."startedAt"`,
+      [sink],
+    );
+    return { ms, sinkDelayMs: Number(rows[0].ms) };
+  } finally {
+    await client.end();
+  }
 }
 
 /**

@@ -17,6 +17,7 @@ import {
 } from './harness.js';
 import type { Sample } from './harness.js';
 import {
+  drainFlow,
   drainOnFullHistory,
   drainQueued,
   drainTyped,
@@ -27,7 +28,15 @@ import {
 import { latency, summarise } from './stats.js';
 import { checkTargets, describeCheck } from './targets.js';
 import type { Figure } from './stats.js';
-import { HISTORY_ROWS, JOBS, LATENCY_JOBS, QUEUE_SIZES, REPETITIONS } from './workloads.js';
+import {
+  FLOW_DRAIN,
+  FLOW_SINK_LATENCY,
+  HISTORY_ROWS,
+  JOBS,
+  LATENCY_JOBS,
+  QUEUE_SIZES,
+  REPETITIONS,
+} from './workloads.js';
 import type { QueueUnderTest } from './workloads.js';
 import type { QueueOptions } from 'nestjs-pg-jobs';
 
@@ -83,7 +92,12 @@ async function measure(side: QueueUnderTest): Promise<Sample> {
   // A typed task's drain (the plain queues have no schemas: their figure is their plain drain).
   sample['drain c=50 x1, zod payloadSchema'] =
     side === library ? perSecond((await onFreshDatabase(drainTyped)).ms) : sample['drain c=50 x1'];
+  // A flow's drain, judged against the drain of as many jobs without dependencies (the plain queues
+  // have no flows: their figures are that drain, and their latency p50 for the sink's start).
+  const flow = side === library ? await onFreshDatabase((url) => drainFlow(url)) : undefined;
+  sample[FLOW_DRAIN] = flow ? perSecond(flow.ms) : sample['drain c=50 x1'];
   const lat = await recordLatency(sample, server, side);
+  sample[FLOW_SINK_LATENCY] = flow ? flow.sinkDelayMs : lat.p50;
   // Named queues (the baseline has none: its figures are its plain drain and latency, as above).
   for (const [name, limits] of QUEUE_DRAINS) {
     sample[name] =
@@ -133,9 +147,11 @@ console.log(lines.join('\n'));
 const libraryMedian = (workload: string) =>
   rows.find((row) => row.workload === workload)!.library.median;
 console.log(
-  `\nNamed queues, against the library's own figure without queues:\n${[
+  `\nNamed queues and flows, against the library's own figure without them:\n${[
     ...QUEUE_DRAINS.map(([name]) => [name, 'drain c=50 x1'] as const),
     ['latency p50, 10 limited queues', 'latency p50'] as const,
+    [FLOW_DRAIN, 'drain c=50 x1'] as const,
+    [FLOW_SINK_LATENCY, 'latency p50'] as const,
   ]
     .map(
       ([workload, plain]) =>

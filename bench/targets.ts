@@ -4,7 +4,7 @@
  * from.
  */
 import type { Figure } from './stats.js';
-import { HISTORY_ROWS, QUEUE_SIZES } from './workloads.js';
+import { FLOW_DRAIN, FLOW_SINK_LATENCY, HISTORY_ROWS, QUEUE_SIZES } from './workloads.js';
 
 /** What a library figure is compared with: another side's figure, or the library's own. */
 export type Reference =
@@ -78,6 +78,23 @@ export const TARGETS: readonly Target[] = [
       'the rows are wider: a job carries a client-made UUID key (the caller needs it before the ' +
       'insert, to await the job), its task, queue and flags, and the claim-order index, against ' +
       '4 columns and a bigint key.',
+  },
+  {
+    workload: FLOW_DRAIN,
+    against: { side: 'library', workload: 'drain c=50 x1' },
+    threshold: 0.8,
+    whyMissed:
+      'each ending of a flow job runs the flowJobEnded trigger (a PL/pgSQL call and one statement), and ' +
+      "each of the fan-in's endings updates the sink's queued row, one row version each (issue 29: " +
+      'at least 0.8 of the same jobs without dependencies).',
+  },
+  {
+    workload: FLOW_SINK_LATENCY,
+    against: { side: 'library', workload: 'latency p50' },
+    threshold: 3,
+    whyMissed:
+      'the ending that unblocks the sink notifies at its commit; a figure near pollingCheck ' +
+      '(0.5 s) would mean the notification was not heard and a poll found the sink.',
   },
   {
     workload: 'drain worker tasks c=10 x1',

@@ -28,6 +28,11 @@ export const QUEUE_SIZES = (process.env.BENCH_QUEUE_SIZES ?? '50000,200000')
 /** Rows of ended jobs in history for the library's drain on a full history (`BENCH_HISTORY_ROWS`). */
 export const HISTORY_ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 1_000_000);
 
+/** The library's drain of a flow 1 → JOBS − 2 → 1 (`drainFlow`), c=50 x1. */
+export const FLOW_DRAIN = `drain c=50 x1, flow 1 → ${JOBS - 2} → 1`;
+/** How long after its last dependency completed the sink of `FLOW_DRAIN` started. */
+export const FLOW_SINK_LATENCY = "latency of a flow's sink after its last dependency";
+
 /** What every queue the benches compare does: drain a backlog, and start a job on an idle queue. */
 export interface DrainAndLatency {
   /**

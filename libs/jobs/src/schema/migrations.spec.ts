@@ -34,7 +34,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       11: 'e896f62ef0ec',
       12: 'eb3380e2916b',
       13: 'e601be451855',
-      14: 'f3881bbafa76',
+      14: 'a326fcd43eda',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [

@@ -473,27 +473,31 @@ export const MIGRATIONS: readonly Migration[] = [
       -- turn (this trigger again: the cancel goes down the flow), or counts one dependency fewer,
       -- and is due when none is left. It runs inside the statement that wrote the ending, so the
       -- ending's fence is its fence: a stale or repeated write that ends nothing fires nothing.
+      --
+      -- Each row it reads or writes is reached by its key, in one statement: the dependents found
+      -- by "id = ANY(ARRAY(...))", their policy and "waitUntil" by a scalar subquery on
+      -- "jobFlowMember"'s key, only where needed (a failure's policy; the last dependency's
+      -- "waitUntil"), the ended job's ref only for a cancel's message. A join of "jobFlowMember"
+      -- instead became, once "jobDependency" had grown with the row versions the endings write, a
+      -- scan of all of it for each ending (test/flows/flow-ending-plan.spec.ts).
       CREATE FUNCTION ${s}."flowJobEnded"() RETURNS trigger LANGUAGE plpgsql AS $$
       DECLARE
         channel text := TG_TABLE_SCHEMA || '_scheduler';
-        dependency text;
         notified integer;
         due integer;
       BEGIN
-        -- A failure whose retry the same statement queued is not an end.
-        IF EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = NEW.id) THEN
-          RETURN NULL;
-        END IF;
-        SELECT m.ref INTO dependency FROM ${s}."jobFlowMember" m WHERE m."jobId" = NEW.id;
         WITH counted AS (
           UPDATE ${s}."jobDependency" d SET ended = true
           WHERE d."dependsOn" = NEW.id AND NOT d.ended
-          RETURNING d."jobId"
+            -- A failure whose retry the same statement queued is not an end.
+            AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = NEW.id)
+          RETURNING d."jobId",
+                    CASE WHEN NEW.state = 'completed' THEN false
+                         ELSE (SELECT m."onDependencyFailure" = 'cancel' FROM ${s}."jobFlowMember" m
+                               WHERE m."jobId" = d."jobId") END AS cancels
         ), removed AS (
           DELETE FROM ${s}.jobs j
-          USING counted c, ${s}."jobFlowMember" m
-          WHERE j.id = c."jobId" AND j."blockedBy" > 0 AND m."jobId" = j.id
-            AND NEW.state <> 'completed' AND m."onDependencyFailure" = 'cancel'
+          WHERE j.id = ANY(ARRAY(SELECT "jobId" FROM counted WHERE cancels)) AND j."blockedBy" > 0
           RETURNING j.*
         ), cancelled AS (
           INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
@@ -501,7 +505,9 @@ export const MIGRATIONS: readonly Migration[] = [
                                                "groupKey", "inFlow", "lastErrorMessage")
           SELECT id, task, 'cancelled', payload, priority, retries, "maxRetries", "isScheduled", awaited,
                  "createdAt", now(), queue, "groupKey", "inFlow",
-                 format('Cancelled: its dependency "%s" (%s) ended %s.', dependency, NEW.id, NEW.state)
+                 format('Cancelled: its dependency "%s" (%s) ended %s.',
+                        (SELECT m.ref FROM ${s}."jobFlowMember" m WHERE m."jobId" = NEW.id),
+                        NEW.id, NEW.state)
           FROM removed
           ON CONFLICT (id) DO UPDATE SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now(),
             "lastErrorMessage" = EXCLUDED."lastErrorMessage", awaited = h.awaited OR EXCLUDED.awaited
@@ -509,11 +515,11 @@ export const MIGRATIONS: readonly Migration[] = [
         ), unblocked AS (
           UPDATE ${s}.jobs j
           SET "blockedBy" = j."blockedBy" - 1,
-              "waitUntil" = CASE WHEN j."blockedBy" = 1 THEN GREATEST(now(), m."waitUntil")
+              "waitUntil" = CASE WHEN j."blockedBy" = 1
+                                 THEN GREATEST(now(), (SELECT m."waitUntil" FROM ${s}."jobFlowMember" m
+                                                       WHERE m."jobId" = j.id))
                                  ELSE j."waitUntil" END
-          FROM counted c, ${s}."jobFlowMember" m
-          WHERE j.id = c."jobId" AND j."blockedBy" > 0 AND m."jobId" = j.id
-            AND NOT (NEW.state <> 'completed' AND m."onDependencyFailure" = 'cancel')
+          WHERE j.id = ANY(ARRAY(SELECT "jobId" FROM counted WHERE NOT cancels)) AND j."blockedBy" > 0
           RETURNING j."blockedBy", j."waitUntil"
         ), told AS (
           SELECT pg_notify(channel, json_build_object('event', 'jobCompleted', 'id', id,
