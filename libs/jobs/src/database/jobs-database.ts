@@ -175,13 +175,31 @@ export class JobsDatabase {
     return queryRows(manager, typeof statement === 'string' ? statement : statement.text, values);
   }
 
-  /** Runs `work` in a transaction on a client of the pool (see `inTransaction`). */
-  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  /** Runs `work` in a transaction on a client of the pool (see `inTransaction`, `withClient`). */
+  transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.withClient((client) => inTransaction(client, () => work(client)));
+  }
+
+  /**
+   * Runs `work` on a client checked out of the pool, then gives it back (destroyed if its
+   * connection failed). While a client is checked out the pool no longer listens to its errors: a
+   * connection the server ends (a terminated backend, a failover) would emit an `error` event that
+   * nobody hears, and Node ends the process on it. The statement in flight rejects with that error
+   * all the same; this listener only logs it (test/resilience/chaos-connection-loss.spec.ts).
+   */
+  async withClient<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    let failed: Error | undefined;
+    const onError = (err: Error) => {
+      failed = err;
+      JobsDatabase.logger.warn(`A connection in use failed: ${err.message}`);
+    };
+    client.on('error', onError);
     try {
-      return await inTransaction(client, () => work(client));
+      return await work(client);
     } finally {
-      client.release();
+      client.removeListener('error', onError);
+      client.release(failed);
     }
   }
 

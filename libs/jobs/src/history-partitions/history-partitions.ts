@@ -1,7 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type pg from 'pg';
 import type { JobsDatabase } from '../database/jobs-database.js';
-import { inTransaction } from '../database/transaction.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { historyPartitionsSql } from './history-partitions.sql.js';
 import {
@@ -201,22 +200,19 @@ export class HistoryPartitions {
     statements: string[],
     check?: (client: pg.PoolClient) => Promise<boolean>,
   ): Promise<boolean> {
-    const client = await this.db.pool.connect();
-    try {
-      return await inTransaction(client, async () => {
+    return this.db
+      .transaction(async (client) => {
         await client.query(`SELECT set_config('lock_timeout', $1, true)`, [
           `${Math.max(1, Math.round(this.options.migrationTableLockTimeout * 1000))}ms`,
         ]);
         for (const statement of statements) await client.query(statement);
         if (check && !(await check(client))) throw ROLLED_BACK;
         return true;
-      }).catch((err: unknown) => {
+      })
+      .catch((err: unknown) => {
         if (err === ROLLED_BACK) return false;
         throw err;
       });
-    } finally {
-      client.release();
-    }
   }
 
   /** A step that fails is logged and tried again next round; the round goes on. */
