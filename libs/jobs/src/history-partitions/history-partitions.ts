@@ -194,17 +194,25 @@ export class HistoryPartitions {
 
   /**
    * Runs `statements` in one transaction whose lock waits end at `migrationTableLockTimeout`, then
-   * `check`, which commits it when true and rolls it back when false.
+   * `check`, which commits it when true and rolls it back when false. The transaction may hold an
+   * ACCESS EXCLUSIVE lock on the default partition (a CHECK added or dropped, an attach), which
+   * stops every claim and completion of the fleet while held: should this instance stall between
+   * two of its statements (a pause, a long GC, a frozen VM), the server ends the session once it
+   * has been idle in the transaction for as long, and the locks go with it
+   * (test/reaper/reaper-fencing.spec.ts pauses an instance that may be making partitions).
    */
   private async inShortTransaction(
     statements: string[],
     check?: (client: pg.PoolClient) => Promise<boolean>,
   ): Promise<boolean> {
+    const timeout = `${Math.max(1, Math.round(this.options.migrationTableLockTimeout * 1000))}ms`;
     return this.db
       .transaction(async (client) => {
-        await client.query(`SELECT set_config('lock_timeout', $1, true)`, [
-          `${Math.max(1, Math.round(this.options.migrationTableLockTimeout * 1000))}ms`,
-        ]);
+        await client.query(
+          `SELECT set_config('lock_timeout', $1, true),
+                  set_config('idle_in_transaction_session_timeout', $1, true)`,
+          [timeout],
+        );
         for (const statement of statements) await client.query(statement);
         if (check && !(await check(client))) throw ROLLED_BACK;
         return true;
