@@ -7,7 +7,7 @@ import { PREVIEW_CHARS } from '../../libs/jobs/src/admin/admin.sql.js';
 import { FlakyTask } from '../support/flaky-task.js';
 import { GatedTask, started } from '../support/gated-task.js';
 import { LifeTask } from '../support/life-task.js';
-import { startHttpJobsApp } from '../support/http-app.js';
+import { json, startHttpJobsApp } from '../support/http-app.js';
 import type { HttpJobsApp } from '../support/http-app.js';
 import { waitFor } from '../support/jobs-app.js';
 import { useTestDatabase } from '../support/test-database.js';
@@ -29,13 +29,6 @@ const api = (path: string, init: RequestInit = {}) =>
     headers: { authorization: TOKEN, ...(init.headers as Record<string, string>) },
   });
 const post = (path: string) => api(path, { method: 'POST', headers: { 'x-jobs-admin': '1' } });
-async function json<T = any>(response: Response | Promise<Response>, status = 200): Promise<T> {
-  const res = await response;
-  const body = await res.json();
-  if (res.status !== status)
-    throw new Error(`Expected ${status}, got ${res.status}: ${JSON.stringify(body)}`);
-  return body as T;
-}
 const stateOf = async (id: string) => (await server.queue.getJob(id))?.state;
 const ended = (id: string, state: string) =>
   waitFor(`job ${id} to be ${state}`, async () => (await stateOf(id)) === state);

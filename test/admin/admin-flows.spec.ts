@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { JobTask, JobsAdminModule, JobsMetricsModule } from 'nestjs-pg-jobs';
 import type { AddedFlow, JobContext, JobTaskHandler, ListedJobInfo } from 'nestjs-pg-jobs';
-import { startHttpJobsApp } from '../support/http-app.js';
+import { json, startHttpJobsApp } from '../support/http-app.js';
 import type { HttpJobsApp } from '../support/http-app.js';
 import { waitFor } from '../support/jobs-app.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
@@ -46,13 +46,6 @@ let server: HttpJobsApp;
 const api = (path: string, init: RequestInit = {}) =>
   fetch(`${server.url}/jobs-admin/api/${path}`, init);
 const post = (path: string) => api(path, { method: 'POST', headers: { 'x-jobs-admin': '1' } });
-async function json<T = any>(response: Response | Promise<Response>, status = 200): Promise<T> {
-  const res = await response;
-  const body = await res.json();
-  if (res.status !== status)
-    throw new Error(`Expected ${status}, got ${res.status}: ${JSON.stringify(body)}`);
-  return body as T;
-}
 const listed = async (query: string) =>
   (await json<{ jobs: ListedJobInfo[] }>(api(`jobs?${query}`))).jobs;
 const statesOf = async (flow: AddedFlow) =>

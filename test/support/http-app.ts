@@ -44,3 +44,18 @@ export async function startHttpJobsApp(
     close: () => (closing ??= app.close()),
   };
 }
+
+/**
+ * The JSON body of `response`, failing with the body when its status is not `status`: what a test
+ * of the admin API reads each answer with.
+ */
+export async function json<T = any>(
+  response: Response | Promise<Response>,
+  status = 200,
+): Promise<T> {
+  const res = await response;
+  const body = await res.json();
+  if (res.status !== status)
+    throw new Error(`Expected ${status}, got ${res.status}: ${JSON.stringify(body)}`);
+  return body as T;
+}
