@@ -101,6 +101,8 @@ export class RetentionService {
    */
   async pruneExpiredFlows(): Promise<number> {
     let total = 0;
+    const old = await this.db.query(this.sql.anyOldFlow, [this.options.historyExpiration]);
+    if (old.length === 0) return 0;
     for (;;) {
       const deleted = (
         await this.db.query(this.sql.pruneFlows, [this.options.historyExpiration, FLOWS_PER_BATCH])
