@@ -53,6 +53,13 @@ export function retentionSql({ quoted: s }: SchemaName) {
     },
 
     /**
+     * Whether any flow is older than $1 seconds: only then may one have expired. A round asks first,
+     * so that a fleet without flows runs no delete on history for them (an empty DELETE still fires
+     * the statement triggers a user may have put on history).
+     */
+    anyOldFlow: `SELECT 1 FROM ${s}."jobFlow" WHERE "createdAt" < now() - make_interval(secs => $1) LIMIT 1`,
+
+    /**
      * Deletes at most $2 flows, oldest first, whose every job ended for good more than $1 seconds
      * ago: their jobs' history (wherever it is), their members and dependencies, and the flow. A
      * flow expires whole, after its last job, so `getFlow` never shows a flow with jobs missing; a
@@ -62,13 +69,6 @@ export function retentionSql({ quoted: s }: SchemaName) {
      *
      * $1 historyExpiration (seconds) $2 batch size (flows)
      */
-    /**
-     * Whether any flow is older than $1 seconds: only then may one have expired. A round asks first,
-     * so that a fleet without flows runs no delete on history for them (an empty DELETE still fires
-     * the statement triggers a user may have put on history).
-     */
-    anyOldFlow: `SELECT 1 FROM ${s}."jobFlow" WHERE "createdAt" < now() - make_interval(secs => $1) LIMIT 1`,
-
     pruneFlows: `
       WITH expired AS (
         SELECT f.id FROM ${s}."jobFlow" f
