@@ -1,5 +1,6 @@
 import type { SchemaName } from '../database/schema-name.js';
-import { flowJobState, queuedJobState } from '../job-queue/flows.sql.js';
+import { queuedJobState, queuedWaitUntil } from '../common/job-states.js';
+import { flowJobState } from '../job-queue/flows.sql.js';
 
 /**
  * The longest preview a list gives of a job's payload, error or result, in characters (`…`
@@ -58,7 +59,7 @@ export function adminSql({ quoted: s }: SchemaName) {
   const pendingColumns = `
     j.id, j.task, ${queuedJobState('j')} AS state, ${jsonPreview('j.payload', PAYLOAD_PREVIEW_STORED_BYTES)} AS "payloadPreview",
     j.priority, j.retries AS attempt, j."maxRetries",
-    CASE WHEN j."blockedBy" > 0 THEN NULL ELSE j."waitUntil" END AS "waitUntil", j."createdAt", h."startedAt",
+    ${queuedWaitUntil('j')} AS "waitUntil", j."createdAt", h."startedAt",
     h."completedAt", ${textPreview('h."lastErrorMessage"')} AS "lastErrorPreview", h."executedBy",
     ${progressPreview} AS "progressPreview", j.queue, j."groupKey", NULL::text AS "resultPreview", COALESCE(h.snoozes, 0) AS snoozes,
     CASE WHEN h.state = 'snoozed' THEN j."waitUntil" END AS "snoozedUntil", j."inFlow", j."createdAt" AS "sortAt"`;

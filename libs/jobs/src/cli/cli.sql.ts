@@ -1,3 +1,4 @@
+import { queuedJobState } from '../common/job-states.js';
 import type { SchemaName } from '../database/schema-name.js';
 
 /** The CLI's statements. The schema is the only identifier; every value is a parameter. */
@@ -17,9 +18,8 @@ export function cliSql({ quoted: s }: SchemaName) {
      * else in history.
      */
     countsByState: `
-      SELECT task, CASE WHEN "blockedBy" > 0 THEN 'blocked' ELSE 'pending' END AS state,
-             count(*)::int AS count
-      FROM ${s}.jobs GROUP BY 1, 2
+      SELECT q.task, ${queuedJobState('q')} AS state, count(*)::int AS count
+      FROM ${s}.jobs q GROUP BY 1, 2
       UNION ALL
       SELECT h.task, h.state, count(*)::int AS count FROM ${s}."jobHistory" h
       WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = h.id)

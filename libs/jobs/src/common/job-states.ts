@@ -21,3 +21,17 @@ export const JOB_STATES = [
  * @publicApi
  */
 export type JobState = (typeof JOB_STATES)[number];
+
+/**
+ * SQL: the state of `alias`, a row of `jobs`: `blocked` while its flow dependencies have not all
+ * ended ("blockedBy" > 0), else `pending`.
+ */
+export const queuedJobState = (alias: string): string =>
+  `CASE WHEN ${alias}."blockedBy" > 0 THEN 'blocked' ELSE 'pending' END`;
+
+/**
+ * SQL: when `alias`, a row of `jobs`, is due: NULL while it is blocked, whose "waitUntil" is
+ * 'infinity' until its last dependency ends.
+ */
+export const queuedWaitUntil = (alias: string): string =>
+  `CASE WHEN ${alias}."blockedBy" > 0 THEN NULL ELSE ${alias}."waitUntil" END`;

@@ -1,11 +1,8 @@
+import { queuedJobState } from '../common/job-states.js';
 import { sqlStatement } from '../database/sql-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
 import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
 import type { ValidatedFlow } from './validate-flow.js';
-
-/** A queued job's state, on its row `alias` of `jobs`: `blocked` while dependencies have not ended. */
-export const queuedJobState = (alias: string) =>
-  `CASE WHEN ${alias}."blockedBy" > 0 THEN 'blocked' ELSE 'pending' END`;
 
 /**
  * A flow job's state, on its queued row `j` (NULL when it has none) and its history row `h`:

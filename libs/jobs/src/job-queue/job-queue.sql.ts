@@ -1,3 +1,4 @@
+import { queuedJobState, queuedWaitUntil } from '../common/job-states.js';
 import { preparedStatement, sqlStatement } from '../database/sql-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
 import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
@@ -198,9 +199,9 @@ export function queueSql({ quoted: s }: SchemaName) {
      */
     getJob: preparedStatement(
       `
-      SELECT j.id, j.task, CASE WHEN j."blockedBy" > 0 THEN 'blocked' ELSE 'pending' END AS state,
+      SELECT j.id, j.task, ${queuedJobState('j')} AS state,
              j.payload, j.priority, j.retries AS attempt, j."maxRetries",
-             CASE WHEN j."blockedBy" > 0 THEN NULL ELSE j."waitUntil" END AS "waitUntil", j."createdAt",
+             ${queuedWaitUntil('j')} AS "waitUntil", j."createdAt",
              h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy", NULL::jsonb AS result,
              h.progress, j.queue, j."groupKey", m."flowId"
       FROM ${s}.jobs j LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
