@@ -22,9 +22,33 @@ export interface JobsApp {
 /** Apps of this test file that have not been closed: `useTestDatabase` closes them before it drops. */
 const openApps = new Set<JobsApp>();
 
-/** Closes every app `startJobsApp` started that is still open. */
-export async function closeOpenApps(): Promise<void> {
-  await Promise.all([...openApps].map((app) => app.close()));
+/** How long `closeOpenApps` waits before it fails, saying what the database was doing. */
+const CLOSE_DEADLINE_MS = 45_000;
+
+/**
+ * Closes every app `startJobsApp` started that is still open. A close that hangs fails here, before
+ * Jest's hook timeout, with what `describeHang` tells (the sessions still at work): a hook timeout
+ * alone says nothing of which statement or lock held the shutdown up.
+ */
+export async function closeOpenApps(describeHang?: () => Promise<string>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<'hung'>((resolve) => {
+    timer = setTimeout(() => resolve('hung'), CLOSE_DEADLINE_MS);
+  });
+  const closing = [...openApps].map((app) => app.close());
+  try {
+    if ((await Promise.race([Promise.all(closing), hung])) !== 'hung') return;
+  } finally {
+    clearTimeout(timer);
+  }
+  const state = await (describeHang?.() ?? Promise.resolve('')).catch(
+    (err: unknown) => `(could not read the sessions: ${String(err)})`,
+  );
+  const warnings = (globalThis as { __jobsWarnings?: string[] }).__jobsWarnings ?? [];
+  throw new Error(
+    `${openApps.size} app(s) still closing after ${CLOSE_DEADLINE_MS} ms.\n` +
+      `Sessions of the test database:\n${state}\nLatest warnings:\n${warnings.join('\n')}`,
+  );
 }
 
 /**

@@ -52,7 +52,18 @@ export function useTestDatabase(prefix = 'jobs_test'): TestDatabase {
     pool.on('error', () => undefined);
   });
   afterAll(async () => {
-    await closeOpenApps();
+    await closeOpenApps(async () =>
+      (
+        await pool!.query<{ session: string }>(
+          `SELECT concat_ws(' | ', application_name, state, wait_event_type, wait_event,
+                            left(query, 300)) AS session
+             FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+        )
+      ).rows
+        .map((row) => row.session)
+        .join('\n'),
+    );
     await pool?.end();
     await drop?.();
   });
