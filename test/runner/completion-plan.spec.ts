@@ -47,6 +47,14 @@ const endings: [string, string, unknown[]][] = [
     }),
   ],
   [
+    'completeInFlow',
+    sql.completeInFlow.text,
+    sql.completeInFlow.values({
+      completions: batch.map((a) => ({ ...a, result: null })),
+      channel: 'jobs_scheduler',
+    }),
+  ],
+  [
     'fail',
     sql.fail.text,
     sql.fail.values({

@@ -10,6 +10,7 @@ import type { JobEventEmitter } from '../events/job-event-emitter.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { CompletionWaiters } from '../job-queue/completion-waiters.js';
 import { CompletionBatcher } from './completion-batcher.js';
+import { completionStatement } from './ending.sql.js';
 import { retryWhileUnreachable } from './retry-while-unreachable.js';
 import type { RunnerSql } from './runner.sql.js';
 import type { RunningAttempt } from './running-attempts.js';
@@ -46,7 +47,7 @@ export class AttemptEndingWriter {
     private readonly events: JobEventEmitter,
     private readonly logger: Logger,
   ) {
-    this.completions = new CompletionBatcher(db, sql.complete, channel);
+    this.completions = new CompletionBatcher(db, sql, channel);
   }
 
   /**
@@ -181,13 +182,7 @@ export class AttemptEndingWriter {
     try {
       rows =
         ending.outcome === 'completed'
-          ? await transaction.query(
-              this.sql.complete,
-              this.sql.complete.values({
-                completions: [{ job, result: ending.result }],
-                channel: this.channel,
-              }),
-            )
+          ? await this.completeIn(transaction, { job, result: ending.result })
           : await transaction.query(this.sql.snooze, this.snoozeValues(attempt, ending));
     } catch (err) {
       await transaction.rollback();
@@ -204,6 +199,18 @@ export class AttemptEndingWriter {
     }
     if (ending.outcome === 'completed') this.tellCompleted(attempt, ending);
     else this.events.snoozed(job, ending.seconds);
+  }
+
+  /** Records one completion with `transaction`'s statements (see `CompletionBatcher` for the others). */
+  private completeIn(
+    transaction: TaskTransaction,
+    completion: { job: RunningAttempt['job']; result: string | null },
+  ): Promise<unknown[]> {
+    const complete = completionStatement(this.sql, [completion]);
+    return transaction.query(
+      complete,
+      complete.values({ completions: [completion], channel: this.channel }),
+    );
   }
 
   private failedToCommit(attempt: RunningAttempt, err: unknown): Promise<void> {

@@ -1,6 +1,7 @@
 import { isConnectionError } from '../database/connection-errors.js';
 import type { JobsDatabase } from '../database/jobs-database.js';
 import type { ClaimedJob } from './claim.sql.js';
+import { completionStatement } from './ending.sql.js';
 import type { RunnerSql } from './runner.sql.js';
 
 /** A completion waiting for its write. A class, not an object literal: see "Memory" in docs/performance.md. */
@@ -31,7 +32,7 @@ export class CompletionBatcher {
 
   constructor(
     private readonly db: JobsDatabase,
-    private readonly sql: RunnerSql['complete'],
+    private readonly sql: Pick<RunnerSql, 'complete' | 'completeInFlow'>,
     private readonly channel: string,
   ) {}
 
@@ -66,9 +67,10 @@ export class CompletionBatcher {
 
   /** Writes `batch` in one statement and resolves its entries; throws what the database refused. */
   private async write(batch: readonly PendingCompletion[]): Promise<void> {
+    const statement = completionStatement(this.sql, batch);
     const rows = await this.db.query<{ id: string }>(
-      this.sql,
-      this.sql.values({ completions: batch, channel: this.channel }),
+      statement,
+      statement.values({ completions: batch, channel: this.channel }),
     );
     const recorded = new Set(rows.map((row) => row.id));
     for (const entry of batch) entry.resolve(recorded.has(entry.job.id));

@@ -61,32 +61,39 @@ export function endingSql({ quoted: s }: SchemaName) {
      * notification: whoever waits reads it from history; nor does an error (an earlier attempt's,
      * of any length), which keeps the notification a few dozen bytes.
      */
-    complete: preparedStatement(
-      `
-      WITH done AS (
-        UPDATE ${s}."jobHistory" h
-        SET state = 'completed', result = c.result, "completedAt" = now(), "updatedAt" = now()
-        FROM unnest($1::uuid[], $3::int[], $4::jsonb[], $5::bigint[]) AS c(id, attempt, result, claim)
-        WHERE h.id = c.id AND h.attempt = c.attempt AND h."claimToken" = c.claim
-          AND h.state = ${ACTIVE_UNSEEN}
-        RETURNING h.id, h.awaited
-      )
-      SELECT id, (SELECT count(*) FROM (
-               SELECT pg_notify($2, json_build_object('event', 'jobCompleted', 'id', id,
-                                                      'state', 'completed')::text)
-               FROM done WHERE awaited) n) AS told
-      FROM done`,
-      (p: {
-        /** Each with its result: JSON text, `null` when its task returned nothing. */
-        completions: readonly { readonly job: AttemptFence; readonly result: string | null }[];
-        channel: string;
-      }) => [
-        idsOf(p.completions),
-        p.channel,
-        numbersOf(p.completions),
-        p.completions.map((c) => c.result),
-        claimsOf(p.completions),
-      ],
+    complete: completeStatement(s, ''),
+
+    /**
+     * `complete` for a batch with flow jobs, which also counts their endings against their
+     * dependents, in the same statement and so behind the same fence: each dependent still blocked
+     * counts as many dependencies fewer as the batch ended of its own, and is due when none is left
+     * (at its own "waitUntil" if later), notified with `newJob`. One write per dependent per batch,
+     * where an ending's trigger made one per ending: a fan-in of 10,000 jobs would otherwise update
+     * its sink's row 10,000 times. A completion never cancels a dependent, so this is all it does;
+     * the other endings are the `flowJobEnded` trigger's (migration 14).
+     */
+    completeInFlow: completeStatement(
+      s,
+      `, counted AS (
+        UPDATE ${s}."jobDependency" d SET ended = true
+        WHERE d."dependsOn" = ANY(ARRAY(SELECT id FROM done WHERE "inFlow")) AND NOT d.ended
+        RETURNING d."jobId"
+      ), unblocked AS (
+        UPDATE ${s}.jobs j
+        SET "blockedBy" = j."blockedBy" - c.n,
+            "waitUntil" = CASE WHEN j."blockedBy" <= c.n
+                               THEN GREATEST(now(), (SELECT m."waitUntil" FROM ${s}."jobFlowMember" m
+                                                     WHERE m."jobId" = j.id))
+                               ELSE j."waitUntil" END
+        FROM (SELECT "jobId", count(*)::int AS n FROM counted GROUP BY "jobId") c
+        -- The array too: the dependents are reached by their key whatever the planner guesses of c.
+        WHERE j.id = ANY(ARRAY(SELECT "jobId" FROM counted)) AND j.id = c."jobId" AND j."blockedBy" > 0
+        RETURNING j."waitUntil"
+      ), woken AS (
+        SELECT pg_notify($2, '{"event":"newJob"}')
+        WHERE EXISTS (SELECT 1 FROM unblocked WHERE "waitUntil" <= now())
+      )`,
+      `, (SELECT count(*) FROM woken) AS woke`,
     ),
 
     /**
@@ -265,3 +272,50 @@ export function endingSql({ quoted: s }: SchemaName) {
     ),
   };
 }
+
+/**
+ * The statement that records `completions`: `completeInFlow` when one of them is a flow job's,
+ * else `complete`, which leaves the hot path without the flows' writes.
+ */
+export function completionStatement(
+  sql: Pick<EndingSql, 'complete' | 'completeInFlow'>,
+  completions: readonly { readonly job: Pick<ClaimedJob, 'inFlow'> }[],
+): EndingSql['complete'] {
+  return completions.some((c) => c.job.inFlow) ? sql.completeInFlow : sql.complete;
+}
+
+/**
+ * The statement of `complete` and `completeInFlow` (see them), the second with `flowRelease`: the
+ * CTEs it adds after `done`, and what the final SELECT must read of them for them to run.
+ */
+function completeStatement(s: string, flowRelease: string, flowReleaseRead = '') {
+  return preparedStatement(
+    `
+      WITH done AS (
+        UPDATE ${s}."jobHistory" h
+        SET state = 'completed', result = c.result, "completedAt" = now(), "updatedAt" = now()
+        FROM unnest($1::uuid[], $3::int[], $4::jsonb[], $5::bigint[]) AS c(id, attempt, result, claim)
+        WHERE h.id = c.id AND h.attempt = c.attempt AND h."claimToken" = c.claim
+          AND h.state = ${ACTIVE_UNSEEN}
+        RETURNING h.id, h.awaited${flowRelease ? ', h."inFlow"' : ''}
+      )${flowRelease}
+      SELECT id, (SELECT count(*) FROM (
+               SELECT pg_notify($2, json_build_object('event', 'jobCompleted', 'id', id,
+                                                      'state', 'completed')::text)
+               FROM done WHERE awaited) n) AS told${flowReleaseRead}
+      FROM done`,
+    (p: {
+      /** Each with its result: JSON text, `null` when its task returned nothing. */
+      completions: readonly { readonly job: AttemptFence; readonly result: string | null }[];
+      channel: string;
+    }) => [
+      idsOf(p.completions),
+      p.channel,
+      numbersOf(p.completions),
+      p.completions.map((c) => c.result),
+      claimsOf(p.completions),
+    ],
+  );
+}
+
+type EndingSql = ReturnType<typeof endingSql>;

@@ -451,12 +451,15 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX job_flow_created_at ON ${s}."jobFlow" ("createdAt", id);
       -- One row per dependency: "jobId" waits for "dependsOn". "ended" says the dependency's end
       -- was counted, so that a job that ends again (retried by hand) never unblocks twice.
+      -- Half of each page left free: the update that marks an edge ended finds room on its own
+      -- page, and changes no indexed column, so it is a HOT update that writes no index entry (a
+      -- job with 10,000 dependents marks them in one statement, before any of them can run).
       CREATE TABLE ${s}."jobDependency" (
         "dependsOn" uuid NOT NULL,
         "jobId" uuid NOT NULL,
         ended boolean NOT NULL DEFAULT false,
         PRIMARY KEY ("dependsOn", "jobId")
-      );
+      ) WITH (fillfactor = 50);
       -- A flow job is marked in the queue and in history ("inFlow" true; NULL for every other job:
       -- adding them touches only the catalog), so that the trigger below fires for its endings
       -- alone; its flow is in "jobFlowMember". A flag, not the flow's id: history's rows stay as
@@ -467,17 +470,19 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE ${s}.jobs ADD COLUMN "inFlow" boolean, ADD COLUMN "blockedBy" integer;
       ALTER TABLE ${s}."jobHistory" ADD COLUMN "inFlow" boolean;
 
-      -- A flow job ended for good (completed; failed, or interrupted, with no retry queued by the
-      -- statement that wrote it; cancelled): each of its dependents still blocked either is
-      -- cancelled (its dependency did not complete and its policy is 'cancel'), which ends it in
-      -- turn (this trigger again: the cancel goes down the flow), or counts one dependency fewer,
-      -- and is due when none is left. It runs inside the statement that wrote the ending, so the
-      -- ending's fence is its fence: a stale or repeated write that ends nothing fires nothing.
+      -- A flow job ended for good without completing (failed, or interrupted, with no retry queued
+      -- by the statement that wrote it; cancelled): each of its dependents still blocked either is
+      -- cancelled (its policy is 'cancel'), which ends it in turn (this trigger again: the cancel
+      -- goes down the flow), or counts one dependency fewer, and is due when none is left. It runs
+      -- inside the statement that wrote the ending, so the ending's fence is its fence: a stale or
+      -- repeated write that ends nothing fires nothing. A completion is counted by the statement
+      -- that writes it (the runner's completeInFlow), once per dependent for a whole batch, where
+      -- a trigger fires once per row.
       --
       -- Each row it reads or writes is reached by its key, in one statement: the dependents found
       -- by "id = ANY(ARRAY(...))", their policy and "waitUntil" by a scalar subquery on
-      -- "jobFlowMember"'s key, only where needed (a failure's policy; the last dependency's
-      -- "waitUntil"), the ended job's ref only for a cancel's message. A join of "jobFlowMember"
+      -- "jobFlowMember"'s key ("waitUntil" only at the last dependency), the ended job's ref only
+      -- for a cancel's message. A join of "jobFlowMember"
       -- instead became, once "jobDependency" had grown with the row versions the endings write, a
       -- scan of all of it for each ending (test/flows/flow-ending-plan.spec.ts).
       CREATE FUNCTION ${s}."flowJobEnded"() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -492,9 +497,8 @@ export const MIGRATIONS: readonly Migration[] = [
             -- A failure whose retry the same statement queued is not an end.
             AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = NEW.id)
           RETURNING d."jobId",
-                    CASE WHEN NEW.state = 'completed' THEN false
-                         ELSE (SELECT m."onDependencyFailure" = 'cancel' FROM ${s}."jobFlowMember" m
-                               WHERE m."jobId" = d."jobId") END AS cancels
+                    (SELECT m."onDependencyFailure" = 'cancel' FROM ${s}."jobFlowMember" m
+                     WHERE m."jobId" = d."jobId") AS cancels
         ), removed AS (
           DELETE FROM ${s}.jobs j
           WHERE j.id = ANY(ARRAY(SELECT "jobId" FROM counted WHERE cancels)) AND j."blockedBy" > 0
@@ -536,7 +540,7 @@ export const MIGRATIONS: readonly Migration[] = [
       $$;
       CREATE TRIGGER flow_job_ended AFTER INSERT OR UPDATE OF state ON ${s}."jobHistory"
         FOR EACH ROW
-        WHEN (NEW."inFlow" AND NEW.state IN ('completed', 'failed', 'interrupted', 'cancelled'))
+        WHEN (NEW."inFlow" AND NEW.state IN ('failed', 'interrupted', 'cancelled'))
         EXECUTE FUNCTION ${s}."flowJobEnded"();
     `,
   },
