@@ -379,8 +379,8 @@ describe('POST api/jobs/retry and api/jobs/cancel: every job a filter takes', ()
 
   it.each([
     ['retry?state=completed', /"state" must be one or more of failed, interrupted, cancelled/],
-    ['cancel?state=failed', /"state" must be one or more of pending, active/],
-    ['cancel?state=pending,', /"state" must be one or more of pending, active/],
+    ['cancel?state=failed', /"state" must be one or more of blocked, pending, active/],
+    ['cancel?state=pending,', /"state" must be one or more of blocked, pending, active/],
     ['retry?before=yesterday', /"before" must be an ISO 8601 time/],
     ['retry?before=2026-01-31T12:00:00', /"before" must be an ISO 8601 time/],
     ['cancel?task=no%20spaces', /"task" must be a task name/],

@@ -114,6 +114,33 @@ describe('on one instance', () => {
       await app.queue.resumeQueue('held');
     }
   });
+
+  it('cancels blocked and pending flow jobs apart with cancelJobs', async () => {
+    // In the paused queue: nothing of the flow runs while the test looks.
+    await app.queue.pauseQueue('held');
+    try {
+      const flow = await app.queue.addFlow({
+        jobs: [
+          { ref: 'a', task: 'life.held' },
+          { ref: 'b', task: 'life.held', dependsOn: ['a'], onDependencyFailure: 'run' },
+          { ref: 'c', task: 'life.held', dependsOn: ['b'] },
+        ],
+      });
+      const states = async () =>
+        Promise.all(['a', 'b', 'c'].map((ref) => stateOf(app, flow.jobs[ref])));
+      expect(await states()).toEqual(['pending', 'blocked', 'blocked']);
+
+      // 'pending' takes a alone; b, whose policy is 'run', is then due (in its paused queue).
+      expect(await app.queue.cancelJobs({ task: 'life.held', state: 'pending' })).toBe(1);
+      expect(await states()).toEqual(['cancelled', 'pending', 'blocked']);
+      expect(await app.queue.cancelJobs({ task: 'life.held', state: 'blocked' })).toBe(1);
+      expect(await states()).toEqual(['cancelled', 'pending', 'cancelled']);
+      expect(await app.queue.cancelJobs({ task: 'life.held' })).toBe(1);
+      expect(await states()).toEqual(['cancelled', 'cancelled', 'cancelled']);
+    } finally {
+      await app.queue.resumeQueue('held');
+    }
+  });
 });
 
 it('requeues a flow job a shutdown released, and its dependent runs once after the restart', async () => {

@@ -78,7 +78,7 @@ export function createAdminController(
     @HttpCode(200)
     cancelAll(@Query() query: Query, @Headers(ACTION_HEADER) marker?: string) {
       requireActionHeader(marker);
-      return this.admin.cancelJobs(parseJobFilter(query, ['pending', 'active']));
+      return this.admin.cancelJobs(parseJobFilter(query, ['blocked', 'pending', 'active']));
     }
 
     @Post('api/jobs/:id/retry')

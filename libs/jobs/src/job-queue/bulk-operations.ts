@@ -15,7 +15,7 @@ import { validateJobFilter } from './validate-queue-calls.js';
 const RETRYABLE: readonly RetryableJobState[] = ['failed', 'interrupted', 'cancelled'];
 /** A cancelled job was cancelled on purpose: `retryJobs` takes it only when asked to. */
 const RETRIED_BY_DEFAULT: readonly RetryableJobState[] = ['failed', 'interrupted'];
-const CANCELLABLE: readonly CancellableJobState[] = ['pending', 'active'];
+const CANCELLABLE: readonly CancellableJobState[] = ['blocked', 'pending', 'active'];
 
 /** Jobs one statement of a bulk call takes at most: each batch is a short transaction of its own. */
 const BULK_BATCH_SIZE = 1000;
@@ -62,11 +62,12 @@ export class BulkOperations {
       limit: BULK_BATCH_SIZE,
     };
     // Queued ones first: one claimed meanwhile is running by the time running ones are looked for.
-    if (states.includes('pending')) {
+    const queuedStates = states.filter((state) => state !== 'active');
+    if (queuedStates.length > 0) {
       const { cancelQueuedJobs } = this.sql;
       cancelled += await this.inBatches(
         cancelQueuedJobs,
-        cancelQueuedJobs.values(batch),
+        cancelQueuedJobs.values({ ...batch, queuedStates }),
         this.reportCancelled,
       );
     }

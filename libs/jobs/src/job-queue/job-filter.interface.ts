@@ -23,11 +23,14 @@ export interface JobFilter<State extends JobState> {
 /** The states `retryJobs` takes jobs from: endings that leave a job out of the queue for good. @publicApi */
 export type RetryableJobState = 'failed' | 'interrupted' | 'cancelled';
 
-/** The states `cancelJobs` takes jobs from. @publicApi */
-export type CancellableJobState = 'pending' | 'active';
+/**
+ * The states `cancelJobs` takes jobs from: queued (`blocked` flow jobs, `pending` ones) or running.
+ * @publicApi
+ */
+export type CancellableJobState = 'blocked' | 'pending' | 'active';
 
 /** What `retryJobs` takes; without `state`, the jobs that failed or were interrupted for good. @publicApi */
 export type RetryJobsFilter = JobFilter<RetryableJobState>;
 
-/** What `cancelJobs` takes; without `state`, pending and running jobs alike. @publicApi */
+/** What `cancelJobs` takes; without `state`, blocked, pending and running jobs alike. @publicApi */
 export type CancelJobsFilter = JobFilter<CancellableJobState>;

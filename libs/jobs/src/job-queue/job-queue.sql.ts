@@ -257,20 +257,26 @@ export function queueSql({ quoted: s }: SchemaName) {
              (SELECT count(*) FROM told)::int AS told`,
 
     /**
-     * Cancels up to `limit` queued jobs matching the filter, locking them first: a job being
-     * claimed is waited for, then left out (it is running by the time this commits, and
-     * `cancelRunningJobs`, run after this, finds it). Returns how many it picked: fewer than
-     * `limit` means none is left.
+     * Cancels up to `limit` queued jobs matching the filter and in one of `queuedStates`
+     * (`blocked`, `pending`), locking them first: a job being claimed is waited for, then left out
+     * (it is running by the time this commits, and `cancelRunningJobs`, run after this, finds it).
+     * A blocked flow job's cancel ends it, so its own dependents follow (the flowJobEnded trigger).
+     * Returns how many it picked: fewer than `limit` means none is left.
      */
     cancelQueuedJobs: sqlStatement(
       `
       WITH picked AS (
-        SELECT id FROM ${s}.jobs j WHERE ${matching('j', '$5')} LIMIT $4 FOR UPDATE
+        SELECT id FROM ${s}.jobs j
+        WHERE ${matching('j', '$5')} AND ${queuedJobState('j')} = ANY($6::text[])
+        LIMIT $4 FOR UPDATE
       ), ${cancelling('ARRAY(SELECT id FROM picked)', `'{}'::uuid[]`, '$3')}
       SELECT (SELECT count(*) FROM picked)::int AS picked,
              COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task, 'queue', queue)) FROM cancelled), '[]') AS jobs,
              (SELECT count(*) FROM told)::int AS told`,
-      cancelBatchValues,
+      (p: CancelBatchParams & { queuedStates: readonly string[] }) => [
+        ...cancelBatchValues(p),
+        p.queuedStates,
+      ],
     ),
 
     /**
