@@ -137,7 +137,7 @@ describe('GET api/jobs', () => {
   });
 
   it.each([
-    ['state=bogus', /"state" must be one of blocked, pending, active, completed/],
+    ['state=bogus', /"state" must be one of blocked, pending, active, suspended, completed/],
     ['limit=0', /"limit" must be an integer from 1 to 200; got "0"/],
     ['limit=1000', /"limit" must be an integer from 1 to 200/],
     ['limit=2.5', /"limit" must be an integer/],
@@ -379,8 +379,8 @@ describe('POST api/jobs/retry and api/jobs/cancel: every job a filter takes', ()
 
   it.each([
     ['retry?state=completed', /"state" must be one or more of failed, interrupted, cancelled/],
-    ['cancel?state=failed', /"state" must be one or more of blocked, pending, active/],
-    ['cancel?state=pending,', /"state" must be one or more of blocked, pending, active/],
+    ['cancel?state=failed', /"state" must be one or more of blocked, pending, suspended, active/],
+    ['cancel?state=pending,', /"state" must be one or more of blocked, pending, suspended, active/],
     ['retry?before=yesterday', /"before" must be an ISO 8601 time/],
     ['retry?before=2026-01-31T12:00:00', /"before" must be an ISO 8601 time/],
     ['cancel?task=no%20spaces', /"task" must be a task name/],

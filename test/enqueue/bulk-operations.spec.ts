@@ -205,7 +205,7 @@ it('counts the jobs each instance cancelled and retried', async () => {
 it.each([
   ['retryJobs', { state: 'completed' }, /"state" must be one of failed, interrupted, cancelled/],
   ['retryJobs', { state: [] }, /"state" must be one of/],
-  ['cancelJobs', { state: 'failed' }, /"state" must be one of blocked, pending, active/],
+  ['cancelJobs', { state: 'failed' }, /"state" must be one of blocked, pending, suspended, active/],
   ['cancelJobs', { task: '' }, /"task" must be a non-empty string/],
   ['cancelJobs', { before: 'yesterday' }, /"before" must be a valid Date; got "yesterday"/],
   ['cancelJobs', { queue: '' }, /"queue" must be a non-empty string/],

@@ -138,6 +138,10 @@ export {
   InvalidContextArgumentError,
   TaskSchemaError,
   InvalidFlowError,
+  JobSuspension,
+  StepNotRecordedError,
+  InvalidEventError,
+  DurableStepsUnavailableError,
 } from './errors/jobs.errors.js';
 export type { SchemaIssue, PayloadRefusal } from './errors/jobs.errors.js';
 
@@ -151,6 +155,9 @@ export type {
   FlowJobOptions,
 } from './job-queue/flow-options.interface.js';
 export type { JobDependencies, JobDependency } from './discovery/job-task.interfaces.js';
+
+// Durable steps: ctx.step, ctx.sleep, ctx.waitForEvent, and what getJob tells of them.
+export type { JobOutcome, JobStepInfo, JobWaitingFor } from './steps/step-info.interface.js';
 
 // Events of this instance's jobs.
 export { JobEventsService } from './events/job-events.service.js';
@@ -169,6 +176,8 @@ export type {
   SkipReason,
   JobRetriedEvent,
   JobSnoozedEvent,
+  JobSuspendedEvent,
+  JobResumedEvent,
   JobProgressEvent,
 } from './events/job-event.interface.js';
 

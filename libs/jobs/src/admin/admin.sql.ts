@@ -97,14 +97,14 @@ export function adminSql({ quoted: s }: SchemaName) {
    */
   return {
     /**
-     * Queued jobs, pending or (with $4 true) blocked in a flow, in claim order (jobs_claim_order: a
-     * blocked job's "waitUntil" is 'infinity', so blocked jobs come after the pending ones of their
-     * priority). $1 task (or null) $2 limit $3 offset $4 blocked
+     * Queued jobs in state $4 (pending, blocked in a flow, or suspended), in claim order
+     * (jobs_claim_order: a blocked job's "waitUntil" is 'infinity', so blocked jobs come after the
+     * pending ones of their priority). $1 task (or null) $2 limit $3 offset $4 state
      */
     listPending: `
       SELECT ${pendingColumns}, fm."flowId"
-      FROM (SELECT * FROM ${s}.jobs
-            WHERE ($1::text IS NULL OR task = $1) AND (COALESCE("blockedBy", 0) > 0) = $4
+      FROM (SELECT * FROM ${s}.jobs q
+            WHERE ($1::text IS NULL OR task = $1) AND ${queuedJobState('q')} = $4::text
             ORDER BY priority DESC, "waitUntil", seq
             LIMIT $2 OFFSET $3) AS j
       LEFT JOIN ${s}."jobHistory" h ON h.id = j.id

@@ -78,7 +78,9 @@ export function createAdminController(
     @HttpCode(200)
     cancelAll(@Query() query: Query, @Headers(ACTION_HEADER) marker?: string) {
       requireActionHeader(marker);
-      return this.admin.cancelJobs(parseJobFilter(query, ['blocked', 'pending', 'active']));
+      return this.admin.cancelJobs(
+        parseJobFilter(query, ['blocked', 'pending', 'suspended', 'active']),
+      );
     }
 
     @Post('api/jobs/:id/retry')

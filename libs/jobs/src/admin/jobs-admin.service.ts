@@ -135,8 +135,8 @@ export class JobsAdminService implements OnModuleInit {
     const page = [limit + 1, offset];
     const rows = await (state === undefined
       ? this.db.query<ListedJob>(this.sql.listAll, [task, ...page])
-      : state === 'pending' || state === 'blocked'
-        ? this.db.query<ListedJob>(this.sql.listPending, [task, ...page, state === 'blocked'])
+      : state === 'pending' || state === 'blocked' || state === 'suspended'
+        ? this.db.query<ListedJob>(this.sql.listPending, [task, ...page, state])
         : state === 'active'
           ? this.db.query<ListedJob>(this.sql.listActive, [task, ...page])
           : this.db.query<ListedJob>(this.sql.listEnded, [state, task, ...page]));
@@ -146,7 +146,7 @@ export class JobsAdminService implements OnModuleInit {
       lastErrorPreview: boundPreview(job.lastErrorPreview),
       resultPreview: boundPreview(job.resultPreview),
       progressPreview: boundPreview(job.progressPreview),
-      ...((job.state === 'pending' || job.state === 'blocked') && {
+      ...((job.state === 'pending' || job.state === 'blocked' || job.state === 'suspended') && {
         queue: this.tasks.pendingQueueOf(job.task, job.queue),
       }),
     }));

@@ -4,6 +4,7 @@ import type { JobBackoff } from '../discovery/job-task.interfaces.js';
 import {
   InvalidResultError,
   JobSnooze,
+  JobSuspension,
   ResultTooLargeError,
   UnrecoverableJobError,
 } from '../errors/jobs.errors.js';
@@ -25,6 +26,7 @@ export interface RetryDecision {
 export type AttemptEnding =
   | { readonly outcome: 'completed'; readonly result: string | null }
   | { readonly outcome: 'snoozed'; readonly seconds: number }
+  | { readonly outcome: 'suspended'; readonly suspension: JobSuspension }
   | { readonly outcome: 'failed'; readonly error: Error; readonly retry: RetryDecision };
 
 /** Most tasks return nothing: their ending is one shared object, and no JSON work. */
@@ -61,6 +63,7 @@ export function endingOfThrow(
   warn: (message: string) => void,
 ): AttemptEnding {
   if (thrown instanceof JobSnooze) return { outcome: 'snoozed', seconds: thrown.seconds };
+  if (thrown instanceof JobSuspension) return { outcome: 'suspended', suspension: thrown };
   const error = toError(thrown);
   return { outcome: 'failed', error, retry: decideRetry(job, error, backoff, warn) };
 }

@@ -1,9 +1,15 @@
 import type { EntityManager } from 'typeorm';
 import { serialiseJson } from '../common/json-payload.js';
 import type { JobContext } from '../discovery/job-task.interfaces.js';
-import { InvalidContextArgumentError, JobSnooze } from '../errors/jobs.errors.js';
+import {
+  DurableStepsUnavailableError,
+  InvalidContextArgumentError,
+  JobSnooze,
+} from '../errors/jobs.errors.js';
 import { MAX_RETRY_DELAY_LIMIT } from '../options/defaults.js';
 import type { JobDependencies } from '../discovery/job-task.interfaces.js';
+import type { JobOutcome } from '../steps/step-info.interface.js';
+import type { StepMemo } from '../steps/step-memo.js';
 import type { AttemptJob } from './attempt-job.js';
 
 /**
@@ -20,6 +26,8 @@ export interface ContextSources {
   progress(json: string): void;
   /** The job's direct dependencies (a flow job's; `{}` otherwise). */
   dependencies(): Promise<JobDependencies>;
+  /** The attempt's durable steps, made on first use; absent where steps are not available. */
+  steps?(): StepMemo;
   readonly manager?: EntityManager;
 }
 
@@ -75,6 +83,28 @@ class AttemptContext implements JobContext {
   /** Needs no `this`: it works taken out of the context too. */
   snooze(seconds: number): JobSnooze {
     return snooze(seconds);
+  }
+
+  step<T>(name: string, run: () => T | Promise<T>): Promise<T> {
+    return this.#steps('step').step(name, run);
+  }
+
+  sleep(name: string, seconds: number): Promise<void> {
+    return this.#steps('sleep').sleep(name, seconds);
+  }
+
+  waitForEvent<T = unknown>(event: string, options?: { timeout?: number }): Promise<T | null> {
+    return this.#steps('waitForEvent').waitForEvent<T>(event, options);
+  }
+
+  waitForJobs(ids: readonly string[]): Promise<Record<string, JobOutcome>> {
+    return this.#steps('waitForJobs').waitForJobs(ids);
+  }
+
+  #steps(method: string): StepMemo {
+    const steps = this.#sources.steps?.();
+    if (!steps) throw new DurableStepsUnavailableError(method, 'in a worker task yet');
+    return steps;
   }
 }
 

@@ -152,10 +152,10 @@ function verdict(version: number): string {
 /** One row per task, one column per state, the library's states first in their usual order. */
 function countsTable(counts: readonly { task: string; state: string; count: number }[]): string {
   const found = new Set<string>(counts.map((c) => c.state));
-  // `snoozed` is an attempt's state in history, rarely seen, and `blocked` exists only in flows: a
-  // column only when some row has it.
+  // `snoozed` is an attempt's state in history, rarely seen, `blocked` exists only in flows and
+  // `suspended` only with durable steps: a column only when some row has it.
   const known: readonly string[] = JOB_STATES.filter(
-    (s) => (s !== 'snoozed' && s !== 'blocked') || found.has(s),
+    (s) => !['snoozed', 'blocked', 'suspended'].includes(s) || found.has(s),
   );
   const states = [...known, ...[...found].filter((state) => !known.includes(state)).sort()];
   const tasks = [...new Set(counts.map((c) => c.task))].sort();

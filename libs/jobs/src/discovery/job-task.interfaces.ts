@@ -1,3 +1,4 @@
+import type { JobOutcome } from '../steps/step-info.interface.js';
 import type { EntityManager } from 'typeorm';
 import type { JobSnooze } from '../errors/jobs.errors.js';
 import type { JobState } from '../common/job-states.js';
@@ -48,6 +49,36 @@ export interface JobContext {
    * asked (in-process), or with the job before it is sent to its thread (a worker task).
    */
   dependencies(): Promise<JobDependencies>;
+  /**
+   * A durable step: runs `run` once and stores what it returns (plain JSON, at most
+   * `maxResultBytes`); every later run of the job, on any instance (a retry, a resume after a sleep
+   * or a wait), returns the stored value without running it. Steps are keyed by `name` within the
+   * job; a name called again in one run is numbered (`name#2`...), so loops and `Promise.all` over
+   * named steps replay in order. A step that throws is recorded failed, and fails the attempt (the
+   * task's retries apply); its next run runs it again. Code outside steps runs again on every run.
+   * In-process tasks only, for now.
+   */
+  step<T>(name: string, run: () => T | Promise<T>): Promise<T>;
+  /**
+   * A durable sleep: the attempt ends as suspended (no retry consumed, its slot freed) and the job
+   * runs again from the top once `seconds` have passed, on any instance, replaying its finished
+   * steps; this call then returns. Throws a `JobSuspension` to end the attempt: let it through.
+   */
+  sleep(name: string, seconds: number): Promise<void>;
+  /**
+   * Waits durably for the event `event` (`JobQueueService.sendEvent`): returns its payload at once
+   * if it was sent (within `historyExpiration`), else suspends the job until it is sent, or until
+   * `timeout` seconds have passed (then returns `null`). The first event of a name wins.
+   */
+  waitForEvent<T = unknown>(event: string, options?: { timeout?: number }): Promise<T | null>;
+  /**
+   * Waits durably for the jobs `ids` (1 to 10,000) to end, and returns how each ended, by id:
+   * `{ state, result? , error? }` (a failed job is reported, not thrown). Suspends the job, its
+   * slot freed, until they have: the endings of flow jobs (`addFlow`) resume it at once; for other
+   * jobs it looks again every 30 seconds. A durable step of its own: a later run returns the
+   * stored outcomes.
+   */
+  waitForJobs(ids: readonly string[]): Promise<Record<string, JobOutcome>>;
   /**
    * With `@JobTask({ transactional: true })`: the `EntityManager` of a transaction in which the
    * attempt's end is written, so that what the task writes through it commits with the job's

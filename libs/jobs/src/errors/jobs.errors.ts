@@ -592,6 +592,71 @@ export class JobSnooze extends JobsError {
   }
 }
 
+/**
+ * What `ctx.sleep` and `ctx.waitForEvent` throw to end the attempt as suspended: the job leaves its
+ * slot and waits in the database, then runs again from the top. Let it through: a task that catches
+ * it is suspended all the same, once it returns.
+ *
+ * @publicApi
+ */
+export class JobSuspension extends JobsError {
+  constructor(
+    /** The step whose wait this is (`name`, or `name#2` for the second call of that name in a run). */
+    readonly step: string,
+    /** Its place among the run's steps. */
+    readonly position: number,
+    /** Seconds from now until it is due again; `null` for an event wait without a timeout. */
+    readonly seconds: number | null,
+    /** The event it waits for, if any. */
+    readonly event?: string,
+    /** The jobs it waits for (those not ended yet), if any. */
+    readonly jobs?: readonly string[],
+  ) {
+    super(
+      jobs !== undefined
+        ? `The task waits for ${jobs.length} job(s) to end (step "${step}"; suspended).`
+        : event === undefined
+          ? `The task sleeps (step "${step}") and runs again in ${seconds}s (suspended).`
+          : `The task waits for event "${event}" (step "${step}"; suspended).`,
+    );
+  }
+}
+
+/**
+ * A step's checkpoint could not be written: the attempt no longer holds its job (a reaper requeued
+ * it, it was cancelled, or another claim took over), so its steps are not this attempt's to record.
+ *
+ * @publicApi
+ */
+export class StepNotRecordedError extends JobsError {
+  constructor(
+    readonly jobId: string,
+    readonly step: string,
+  ) {
+    super(
+      `Step "${step}" of job ${jobId} was not recorded: this attempt no longer holds the job ` +
+        '(reaped, cancelled or claimed again), so it stops here.',
+    );
+  }
+}
+
+/** `sendEvent` was given a name or a payload it cannot store; nothing was sent. @publicApi */
+export class InvalidEventError extends JobsError {
+  constructor(
+    readonly value: unknown,
+    expectation: string,
+  ) {
+    super(`sendEvent() ${expectation}; got ${describe(value)}.`);
+  }
+}
+
+/** `ctx.step`, `ctx.sleep` and `ctx.waitForEvent` were called where they are not available. @publicApi */
+export class DurableStepsUnavailableError extends JobsError {
+  constructor(method: string, where: string) {
+    super(`ctx.${method}() is not available ${where}.`);
+  }
+}
+
 /** What a task returned cannot cross a JSON column unchanged: the attempt failed with this. */
 export class InvalidResultError extends JobsError {
   constructor(

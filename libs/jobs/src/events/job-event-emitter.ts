@@ -1,3 +1,4 @@
+import type { JobWaitingFor } from '../steps/step-info.interface.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { toError } from '../common/errors.js';
 import type { JobEvent, SkipReason } from './job-event.interface.js';
@@ -102,6 +103,32 @@ export class JobEventEmitter {
       attempt: job.attempt,
       durationMs: this.duration(job),
       seconds,
+      at: new Date(),
+    });
+  }
+
+  suspended(job: Attempt, waitingFor: JobWaitingFor): void {
+    if (this.listeners.size === 0) return;
+    this.emit({
+      type: 'suspended',
+      id: job.id,
+      task: job.task,
+      queue: job.queue,
+      attempt: job.attempt,
+      durationMs: this.duration(job),
+      waitingFor,
+      at: new Date(),
+    });
+  }
+
+  resumed(job: Attempt): void {
+    if (this.listeners.size === 0) return;
+    this.emit({
+      type: 'resumed',
+      id: job.id,
+      task: job.task,
+      queue: job.queue,
+      attempt: job.attempt,
       at: new Date(),
     });
   }

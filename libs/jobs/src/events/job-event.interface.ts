@@ -1,3 +1,5 @@
+import type { JobWaitingFor } from '../steps/step-info.interface.js';
+
 /**
  * What happened to a job, as seen by this instance: jobs it enqueued, started, ended, cancelled or
  * queued again (`retried`). Another instance's jobs are that instance's events, but for
@@ -14,6 +16,8 @@ export type JobEvent =
   | JobSkippedEvent
   | JobRetriedEvent
   | JobSnoozedEvent
+  | JobSuspendedEvent
+  | JobResumedEvent
   | JobProgressEvent;
 
 /** The type names of `JobEvent`. @publicApi */
@@ -114,6 +118,23 @@ export interface JobSnoozedEvent extends JobEventBase {
   readonly durationMs: number;
   /** Seconds until the job is due again. */
   readonly seconds: number;
+}
+
+/**
+ * A step of the task waits durably (`ctx.sleep`, `ctx.waitForEvent`): the attempt ended without a
+ * failure and without consuming a retry, and the job is queued, suspended, until `waitingFor`.
+ */
+export interface JobSuspendedEvent extends JobEventBase {
+  readonly type: 'suspended';
+  readonly attempt: number;
+  readonly durationMs: number;
+  readonly waitingFor: JobWaitingFor;
+}
+
+/** This instance started a suspended job again: its wait is over (or its event came). */
+export interface JobResumedEvent extends JobEventBase {
+  readonly type: 'resumed';
+  readonly attempt: number;
 }
 
 /**

@@ -24,13 +24,13 @@ export interface JobFilter<State extends JobState> {
 export type RetryableJobState = 'failed' | 'interrupted' | 'cancelled';
 
 /**
- * The states `cancelJobs` takes jobs from: queued (`blocked` flow jobs, `pending` ones) or running.
+ * The states `cancelJobs` takes jobs from: queued (`blocked` flow jobs, `pending` and `suspended` ones) or running.
  * @publicApi
  */
-export type CancellableJobState = 'blocked' | 'pending' | 'active';
+export type CancellableJobState = 'blocked' | 'pending' | 'suspended' | 'active';
 
 /** What `retryJobs` takes; without `state`, the jobs that failed or were interrupted for good. @publicApi */
 export type RetryJobsFilter = JobFilter<RetryableJobState>;
 
-/** What `cancelJobs` takes; without `state`, blocked, pending and running jobs alike. @publicApi */
+/** What `cancelJobs` takes; without `state`, blocked, pending, suspended and running jobs alike. @publicApi */
 export type CancelJobsFilter = JobFilter<CancellableJobState>;

@@ -1,5 +1,6 @@
 export type { JobState } from '../common/job-states.js';
 import type { JobState } from '../common/job-states.js';
+import type { JobStepInfo, JobWaitingFor } from '../steps/step-info.interface.js';
 
 /**
  * A job as `getJob` reports it; `Result` types its `result`.
@@ -41,4 +42,11 @@ export interface JobInfo<Result = unknown> {
   groupKey: string | null;
   /** The flow it belongs to (`addFlow`), or `null`. */
   flowId: string | null;
+  /**
+   * Its durable steps (`ctx.step`, `ctx.sleep`, `ctx.waitForEvent`), one entry per step name (its
+   * latest try), in the order of their first calls; `[]` for a job without steps.
+   */
+  steps: JobStepInfo[];
+  /** What a `suspended` job waits for; `null` for a job in any other state. */
+  waitingFor: JobWaitingFor | null;
 }

@@ -16,6 +16,10 @@ import type { ChangedJob } from './bulk-operations.js';
 import { CompletionWaiters } from './completion-waiters.js';
 import type { CancelJobsFilter, RetryJobsFilter } from './job-filter.interface.js';
 import type { JobInfo } from './job-info.interface.js';
+import { EventSender } from '../steps/event-sender.js';
+import { stepsSql } from '../steps/steps.sql.js';
+import { parseWaitingFor, stepInfo } from '../steps/step-views.js';
+import type { StoredStep, StoredWaitingFor } from '../steps/step-views.js';
 import { queueSql } from './job-queue.sql.js';
 import type { QueueSql } from './job-queue.sql.js';
 import { JobsTelemetry } from '../telemetry/jobs-telemetry.js';
@@ -30,6 +34,12 @@ import { assertJobId } from './validate-queue-calls.js';
 import type { WaitForJobOptions } from './wait-for-job-options.interface.js';
 import { JobFlows } from '../job-queue/job-flows.js';
 import type { AddFlowOptions, AddedFlow, FlowInfo } from '../job-queue/flow-options.interface.js';
+
+/** A job as `getJob`'s statement gives it. */
+type StoredJob<Result> = Omit<JobInfo<Result>, 'steps' | 'waitingFor'> & {
+  steps: StoredStep[];
+  waitingFor: StoredWaitingFor;
+};
 
 /** How often an insert whose unique keys neither went in nor matched a pending job runs. */
 const MAX_KEY_ROUNDS = 4;
@@ -51,6 +61,7 @@ export class JobQueueService {
   private readonly bulk: BulkOperations;
   private readonly waiting: JobWaiting;
   private readonly flows: JobFlows;
+  private readonly eventSender: EventSender;
 
   /** @internal Nest constructs it: its parameters are the module's internals. */
   constructor(
@@ -87,6 +98,23 @@ export class JobQueueService {
       events,
       reportCancelled: (jobs) => this.reportCancelled(jobs),
     });
+    this.eventSender = new EventSender(
+      db,
+      stepsSql(db.schema),
+      this.channel,
+      options.maxResultBytes,
+    );
+  }
+
+  /**
+   * Sends the event `name` (with `payload`, plain JSON of at most `maxResultBytes`, or none) to the
+   * tasks that wait for it (`ctx.waitForEvent(name)`): those suspended on it are due at once, on
+   * any instance, and a wait that starts later, within `historyExpiration`, sees it too. The first
+   * event of a name wins: resolves `true` if this was it, `false` if one of that name was sent
+   * before (this one is then dropped). Throws `InvalidEventError` for a bad name or payload.
+   */
+  sendEvent(name: string, payload?: unknown): Promise<boolean> {
+    return this.eventSender.send(name, payload);
   }
 
   /**
@@ -194,11 +222,17 @@ export class JobQueueService {
    */
   async getJob<Task = unknown>(id: string): Promise<JobInfo<ResultOf<Task>> | null> {
     assertJobId(id);
-    const [row] = await this.db.query<JobInfo<ResultOf<Task>>>(
+    const [found] = await this.db.query<StoredJob<ResultOf<Task>>>(
       this.sql.getJob,
       this.sql.getJob.values({ id }),
     );
-    if (row?.state !== 'pending' && row?.state !== 'blocked') return row ?? null;
+    if (!found) return null;
+    const row: JobInfo<ResultOf<Task>> = {
+      ...found,
+      steps: found.steps.map(stepInfo),
+      waitingFor: parseWaitingFor(found.waitingFor),
+    };
+    if (row.state !== 'pending' && row.state !== 'blocked' && row.state !== 'suspended') return row;
     return { ...row, queue: this.registry.pendingQueueOf(row.task, row.queue) };
   }
 

@@ -199,21 +199,28 @@ export function queueSql({ quoted: s }: SchemaName) {
      */
     getJob: preparedStatement(
       `
-      SELECT j.id, j.task, ${queuedJobState('j')} AS state,
-             j.payload, j.priority, j.retries AS attempt, j."maxRetries",
-             ${queuedWaitUntil('j')} AS "waitUntil", j."createdAt",
-             h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy", NULL::jsonb AS result,
-             h.progress, j.queue, j."groupKey", m."flowId"
-      FROM ${s}.jobs j LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
-      LEFT JOIN ${s}."jobFlowMember" m ON j."inFlow" AND m."jobId" = j.id
-      WHERE j.id = $1
-      UNION ALL
-      SELECT h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries", NULL,
-             h."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy",
-             h.result, h.progress, h.queue, h."groupKey", m."flowId"
-      FROM ${s}."jobHistory" h
-      LEFT JOIN ${s}."jobFlowMember" m ON h."inFlow" AND m."jobId" = h.id
-      WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)`,
+      SELECT *, (SELECT COALESCE(json_agg(json_build_object('name', st.name, 'state', st.state,
+                                                           'startedAt', st."startedAt",
+                                                           'endedAt', st."endedAt", 'error', st.error)
+                                         ORDER BY st.position), '[]')
+                 FROM ${s}."jobStep" st WHERE st."jobId" = $1) AS steps
+      FROM (
+        SELECT j.id, j.task, ${queuedJobState('j')} AS state,
+               j.payload, j.priority, j.retries AS attempt, j."maxRetries",
+               ${queuedWaitUntil('j')} AS "waitUntil", j."createdAt",
+               h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy", NULL::jsonb AS result,
+               h.progress, j.queue, j."groupKey", m."flowId", j."waitingFor"
+        FROM ${s}.jobs j LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
+        LEFT JOIN ${s}."jobFlowMember" m ON j."inFlow" AND m."jobId" = j.id
+        WHERE j.id = $1
+        UNION ALL
+        SELECT h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries", NULL,
+               h."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy",
+               h.result, h.progress, h.queue, h."groupKey", m."flowId", NULL
+        FROM ${s}."jobHistory" h
+        LEFT JOIN ${s}."jobFlowMember" m ON h."inFlow" AND m."jobId" = h.id
+        WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)
+      ) job`,
       (p: { id: string }) => [p.id],
     ),
 

@@ -92,7 +92,21 @@ export class RetentionService {
       if (this.stopping) break;
       total += await this.prunePartition(partition);
     }
+    if (this.options.historyExpiration > 0 && !this.stopping) await this.pruneSteps();
     return total;
+  }
+
+  /** Deletes what durable steps leave of expired jobs, and old events (see `pruneSteps`). */
+  private async pruneSteps(): Promise<void> {
+    const batch = this.options.historyPruneBatchSize;
+    for (;;) {
+      const [{ steps }] = await this.db.query<{ steps: number }>(this.sql.pruneSteps, [
+        this.options.historyExpiration,
+        batch,
+      ]);
+      if (steps < batch || this.stopping) return;
+      await yieldToEventLoop();
+    }
   }
 
   /**

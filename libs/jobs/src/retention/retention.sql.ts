@@ -95,5 +95,32 @@ export function retentionSql({ quoted: s }: SchemaName) {
       )
       DELETE FROM ${s}."jobFlow" f USING expired e WHERE f.id = e.id
       RETURNING f.id`,
+
+    /**
+     * What durable steps leave (migration 15), after history's prune: at most $2 checkpoints of
+     * jobs gone from the queue and from history (their job expired, so they did), the event waits
+     * of jobs no longer suspended (woken by a timeout, or gone), and the events sent more than $1
+     * seconds ago. Returns how many checkpoints it deleted: $2 means more may be left.
+     *
+     * $1 historyExpiration (seconds) $2 batch size
+     */
+    pruneSteps: `
+      WITH orphaned AS (
+        SELECT st."jobId", st.name FROM ${s}."jobStep" st
+        WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = st."jobId")
+          AND NOT EXISTS (SELECT 1 FROM ${s}."jobHistory" h WHERE h.id = st."jobId")
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+      ), steps AS (
+        DELETE FROM ${s}."jobStep" st USING orphaned o
+        WHERE st."jobId" = o."jobId" AND st.name = o.name
+        RETURNING 1
+      ), waits AS (
+        DELETE FROM ${s}."jobEventWait" w
+        WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = w."jobId" AND j."waitingFor" IS NOT NULL)
+      ), events AS (
+        DELETE FROM ${s}."jobEvent" e WHERE e."createdAt" < now() - make_interval(secs => $1)
+      )
+      SELECT (SELECT count(*) FROM steps)::int AS steps`,
   };
 }

@@ -15,10 +15,14 @@ import { retryWhileUnreachable } from './retry-while-unreachable.js';
 import type { RunnerSql } from './runner.sql.js';
 import type { RunningAttempt } from './running-attempts.js';
 import type { TaskTransaction } from './task-transaction.js';
+import { parseWaitingFor } from '../steps/step-views.js';
+import { stepsSql } from '../steps/steps.sql.js';
+import type { StepsSql } from '../steps/steps.sql.js';
 
 type Completed = Extract<AttemptEnding, { outcome: 'completed' }>;
 type Snoozed = Extract<AttemptEnding, { outcome: 'snoozed' }>;
 type Failed = Extract<AttemptEnding, { outcome: 'failed' }>;
+type Suspended = Extract<AttemptEnding, { outcome: 'suspended' }>;
 
 /**
  * The writes that end an attempt whose task settled: completed with its result (batched with the
@@ -48,7 +52,10 @@ export class AttemptEndingWriter {
     private readonly logger: Logger,
   ) {
     this.completions = new CompletionBatcher(db, sql, channel);
+    this.steps = stepsSql(db.schema);
   }
+
+  private readonly steps: StepsSql;
 
   /**
    * Writes `ending`, in `transaction` when the task had one (never a failed ending's). Throws
@@ -79,7 +86,12 @@ export class AttemptEndingWriter {
   ): Promise<void> {
     const { job } = attempt;
     const why = storableText(toError(err).message);
-    const what = { completed: 'completion', snoozed: 'snooze', failed: 'failure' }[ending.outcome];
+    const what = {
+      completed: 'completion',
+      snoozed: 'snooze',
+      suspended: 'suspension',
+      failed: 'failure',
+    }[ending.outcome];
     this.logger.warn(
       `The database refused the ${what} of job ${job.id} (${job.task}, attempt ${job.attempt}): ${why}; ` +
         'recording the attempt as failed instead.',
@@ -101,7 +113,7 @@ export class AttemptEndingWriter {
     ending: AttemptEnding,
     transaction?: TaskTransaction,
   ): Promise<void> {
-    if (transaction && ending.outcome !== 'failed') {
+    if (transaction && (ending.outcome === 'completed' || ending.outcome === 'snoozed')) {
       return this.inTransaction(attempt, ending, transaction);
     }
     switch (ending.outcome) {
@@ -109,9 +121,42 @@ export class AttemptEndingWriter {
         return this.completed(attempt, ending);
       case 'snoozed':
         return this.snoozed(attempt, ending);
+      case 'suspended':
+        return this.suspended(attempt, ending);
       case 'failed':
         return this.failed(attempt, ending);
     }
+  }
+
+  /**
+   * Queues the job again, suspended on its step's wait (`stepsSql.suspend`): a wait on an event
+   * holds the event's lock while it checks for the event and registers, so that a `sendEvent` in
+   * between either is seen or sees the wait.
+   */
+  private async suspended(attempt: RunningAttempt, { suspension }: Suspended): Promise<void> {
+    const { job } = attempt;
+    const { suspend, eventLock } = this.steps;
+    const values = suspend.values({
+      id: job.id,
+      attempt: job.attempt,
+      claim: job.claim,
+      requeuedBy: this.options.instanceId,
+      step: suspension.step,
+      position: suspension.position,
+      seconds: suspension.seconds,
+      event: suspension.event ?? null,
+      jobs: suspension.jobs ?? null,
+    });
+    const { value: rows, retried } = await this.write(attempt, 'the suspension', () =>
+      suspension.event === undefined
+        ? this.db.query<{ waitingFor: string }>(suspend, values)
+        : this.db.transaction(async (client) => {
+            await client.query(eventLock, [suspension.event]);
+            return (await client.query<{ waitingFor: string }>(suspend.text, values)).rows;
+          }),
+    );
+    if (rows.length === 0) return this.reportFenced(attempt, 'suspended', retried);
+    this.events.suspended(job, parseWaitingFor(rows[0].waitingFor)!);
   }
 
   private async completed(attempt: RunningAttempt, ending: Completed): Promise<void> {

@@ -19,6 +19,8 @@ export interface ClaimedJob extends AttemptJob {
   readonly claim: string;
   /** It belongs to a flow (`addFlow`): only a flow job has dependencies to read. */
   readonly inFlow: boolean;
+  /** It was suspended (`ctx.sleep`, `ctx.waitForEvent`): this run resumes it. */
+  readonly resumed: boolean;
 }
 
 /** A row of the claim: a claimed job, or a cron job the claim took out of the queue as skipped. */
@@ -191,7 +193,7 @@ export function claimSql({ quoted: s, name: schemaName }: SchemaName) {
   const claimedColumns = (queue: string) =>
     `c.id, c.task, c.payload, c.priority, c.retries + 1 AS attempt, c."maxRetries", c."traceContext",
      c."skipReason" IS NOT NULL AS skipped, c."skipReason", ${queue} AS queue, c.seq AS claim,
-     c."inFlow" IS TRUE AS "inFlow"`;
+     c."inFlow" IS TRUE AS "inFlow", c."waitingFor" IS NOT NULL AS resumed`;
   /**
    * A limited queue's claim (see `claimLimited`) around `pick`, with the CTEs `walk` it reads, the
    * `cut` it reports, and whether a group's limit held it back (`groupBound`).

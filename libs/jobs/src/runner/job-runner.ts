@@ -382,6 +382,7 @@ export class JobRunner {
     this.executing++;
     this.claims.started(job.queue);
     this.events.started(job);
+    if (job.resumed) this.events.resumed(job);
     void this.execute(attempt).finally(() => {
       this.running.delete(attempt);
       this.wake('attemptDone');

@@ -9,6 +9,7 @@ const attemptOf = (id: string, attempt: number, claim: string) =>
     payload: {},
     attempt,
     inFlow: false,
+    resumed: false,
     maxRetries: 3,
     priority: 0,
     traceContext: null,

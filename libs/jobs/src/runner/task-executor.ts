@@ -15,6 +15,10 @@ import { fromThread } from '../worker-pool/worker-dispatcher.js';
 import type { WorkerJobOutcome } from '../worker-pool/worker-protocol.js';
 import type { DependencyReader } from '../job-queue/dependency-reader.js';
 import type { JobDependencies } from '../discovery/job-task.interfaces.js';
+import type { JobSuspension } from '../errors/jobs.errors.js';
+import { StepMemo } from '../steps/step-memo.js';
+import { stepsSql } from '../steps/steps.sql.js';
+import type { StepsSql } from '../steps/steps.sql.js';
 import type { RunningAttempt } from './running-attempts.js';
 import { TaskTransaction } from './task-transaction.js';
 
@@ -49,7 +53,20 @@ export class TaskExecutor {
     private readonly progress: (attempt: RunningAttempt, json: string) => void,
     private readonly dependencies: DependencyReader,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.stepsSql = stepsSql(db.schema);
+  }
+
+  private readonly stepsSql: StepsSql;
+
+  /** The durable steps of `attempt` (made once it calls one). */
+  private readonly stepMemo = ({ job }: RunningAttempt): StepMemo =>
+    new StepMemo(
+      this.db,
+      this.stepsSql,
+      { id: job.id, attempt: job.attempt, claim: job.claim },
+      this.options.maxResultBytes,
+    );
 
   async run(attempt: RunningAttempt): Promise<TaskOutcome> {
     const { job } = attempt;
@@ -71,10 +88,14 @@ export class TaskExecutor {
       return new TaskOutcome(this.threw(attempt, err));
     }
     const { controller } = attempt;
-    const ctx = createJobContext(
-      job,
-      new AttemptSources(attempt, this.progress, this.dependencies, transaction),
+    const sources = new AttemptSources(
+      attempt,
+      this.progress,
+      this.dependencies,
+      transaction,
+      this.stepMemo,
     );
+    const ctx = createJobContext(job, sources);
     let settled = false;
     // Through a promise, so that a task that throws synchronously rejects like one that rejects.
     // A task with a schema has its payload parsed and its result checked, inside its timeout.
@@ -95,12 +116,16 @@ export class TaskExecutor {
     } catch (err) {
       ending = this.threw(attempt, err, options.backoff);
     }
+    // A task that caught its step's suspension is suspended all the same: its wait is not over.
+    const suspension = sources.suspension();
+    if (suspension && ending.outcome !== 'suspended') ending = { outcome: 'suspended', suspension };
     if (!settled) {
       const stray = running.then(noop, noop);
       await transaction?.abandon(stray);
       return new TaskOutcome(ending, stray);
     }
-    if (ending.outcome === 'failed') {
+    // A suspended attempt's writes outside its steps run again with the job: they roll back.
+    if (ending.outcome === 'failed' || ending.outcome === 'suspended') {
       await transaction?.rollback();
       return new TaskOutcome(ending);
     }
@@ -137,13 +162,25 @@ export class TaskExecutor {
 class AttemptSources implements ContextSources {
   readonly manager?: EntityManager;
 
+  private memo?: StepMemo;
+
   constructor(
     private readonly attempt: RunningAttempt,
     private readonly report: (attempt: RunningAttempt, json: string) => void,
     private readonly reader: DependencyReader,
     transaction: TaskTransaction | undefined,
+    private readonly makeSteps: (attempt: RunningAttempt) => StepMemo,
   ) {
     this.manager = transaction?.manager;
+  }
+
+  steps(): StepMemo {
+    return (this.memo ??= this.makeSteps(this.attempt));
+  }
+
+  /** The suspension a step of the attempt asked for, if any. */
+  suspension(): JobSuspension | undefined {
+    return this.memo?.suspension;
   }
 
   dependencies(): Promise<JobDependencies> {

@@ -34,7 +34,8 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       11: 'e896f62ef0ec',
       12: 'eb3380e2916b',
       13: 'e601be451855',
-      14: 'b01b442c205e',
+      14: 'afa409a0f1cf',
+      15: '92ee580842d3',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [

@@ -496,9 +496,10 @@ export const MIGRATIONS: readonly Migration[] = [
           WHERE d."dependsOn" = NEW.id AND NOT d.ended
             -- A failure whose retry the same statement queued is not an end.
             AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = NEW.id)
+          -- A dependent outside every flow (a task's ctx.waitForJobs) is told, never cancelled.
           RETURNING d."jobId",
-                    (SELECT m."onDependencyFailure" = 'cancel' FROM ${s}."jobFlowMember" m
-                     WHERE m."jobId" = d."jobId") AS cancels
+                    COALESCE((SELECT m."onDependencyFailure" = 'cancel' FROM ${s}."jobFlowMember" m
+                              WHERE m."jobId" = d."jobId"), false) AS cancels
         ), removed AS (
           DELETE FROM ${s}.jobs j
           WHERE j.id = ANY(ARRAY(SELECT "jobId" FROM counted WHERE cancels)) AND j."blockedBy" > 0
@@ -542,6 +543,51 @@ export const MIGRATIONS: readonly Migration[] = [
         FOR EACH ROW
         WHEN (NEW."inFlow" AND NEW.state IN ('failed', 'interrupted', 'cancelled'))
         EXECUTE FUNCTION ${s}."flowJobEnded"();
+    `,
+  },
+  {
+    version: 15,
+    name: 'durable steps: checkpoints, events and the waits of suspended jobs',
+    sql: ({ quoted: s }) => `
+      -- Catalog changes and new tables only: no write waits on them.
+      --
+      -- A step's checkpoint (ctx.step, ctx.sleep, ctx.waitForEvent), by job and step name (a name
+      -- repeated in one run is numbered: "name#2"). Written by the attempt that ran the step, fenced
+      -- by its claim ("attempt", "claimToken"); read back by every later run of the job, which
+      -- returns "value" (JSON; NULL for a step that returned nothing) instead of running the step.
+      -- 'running' is a sleep or an event wait not over yet ("value" then holds its "until").
+      CREATE TABLE ${s}."jobStep" (
+        "jobId" uuid NOT NULL,
+        name text NOT NULL,
+        -- The order of the first calls: getJob lists the steps in it.
+        position integer NOT NULL,
+        state text NOT NULL CHECK (state IN ('running', 'completed', 'failed')),
+        value jsonb,
+        error text,
+        "startedAt" timestamptz NOT NULL,
+        "endedAt" timestamptz,
+        attempt integer NOT NULL,
+        "claimToken" bigint,
+        PRIMARY KEY ("jobId", name)
+      );
+      -- Events (queue.sendEvent): the first of a name wins, and is kept historyExpiration so that
+      -- a wait that starts later still sees it.
+      CREATE TABLE ${s}."jobEvent" (
+        name text PRIMARY KEY,
+        payload jsonb,
+        "createdAt" timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX job_event_created_at ON ${s}."jobEvent" ("createdAt");
+      -- The jobs suspended on an event, by its name: sendEvent makes them due at once.
+      CREATE TABLE ${s}."jobEventWait" (
+        event text NOT NULL,
+        "jobId" uuid NOT NULL,
+        PRIMARY KEY (event, "jobId")
+      );
+      -- What a suspended job waits for ({ until }, { event, until }): NULL for every other job
+      -- (adding it touches only the catalog). A suspended job is queued like a snoozed one, due at
+      -- its "until" ('infinity' for an event wait without a timeout).
+      ALTER TABLE ${s}.jobs ADD COLUMN "waitingFor" jsonb;
     `,
   },
 ];
