@@ -124,11 +124,12 @@ function refresh() {
     api("jobs?state=failed&limit=50"),
     api("jobs?state=pending&limit=50"),
     api("jobs?state=active&limit=50"),
+    api("jobs?state=suspended&limit=50"),
     api("jobs?state=completed&limit=20"),
     api("schedules"),
     api("throughput?minutes=60"),
     api("queues"),
-  ]).then(([stats, failed, pending, active, completed, schedules, throughput, queues]) => {
+  ]).then(([stats, failed, pending, active, suspended, completed, schedules, throughput, queues]) => {
     const t = stats.totals;
     for (const key of ["pending", "blocked", "due", "snoozed", "active", "completed", "failed", "cancelled"]) $("total-" + key).textContent = String(t[key]);
     $("total-oldest").textContent = secs(t.oldestPendingAgeSeconds);
@@ -137,6 +138,7 @@ function refresh() {
     fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorPreview || "" }), (r) => when(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
     fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, due, (r) => r.attempt, (r) => r.lastErrorPreview || "", (r) => button("Cancel", "cancel", r.id)], "Nothing queued.");
     fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt), (r) => listedProgress(r.progressPreview), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
+    fill($("suspended"), suspended.jobs, [(r) => r.id, (r) => r.task, (r) => (r.waitUntil ? when(r.waitUntil) : "when it is told"), (r) => r.attempt, (r) => button("Cancel", "cancel", r.id)], "No suspended jobs.");
     fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => when(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs.");
     fill($("schedules"), schedules.schedules, [(r) => r.name, (r) => r.task, (r) => r.cron, (r) => r.timezone, (r) => r.overlap, (r) => (r.paused ? "paused" : when(r.plannedUntil)), (r) => json(r.payload), scheduleButtons], "No schedules.");
     chart(throughput.minutes);
@@ -172,6 +174,8 @@ function renderJob({ job, history }) {
     rows.push(row(job.state === "cancelled" ? "Cancelled at" : "Ended at", when(job.completedAt)));
   }
   if (history && history.snoozes > 0) rows.push(row("Snoozed", history.snoozes === 1 ? "once" : history.snoozes + " times"));
+  if (job.waitingFor) rows.push(row("Waits for", waitingFor(job.waitingFor)));
+  if (job.steps && job.steps.length > 0) rows.push(row("Steps", stepTimeline(job.steps)));
   if (job.executedBy) rows.push(row("Instance", job.executedBy));
   if (job.lastErrorMessage) rows.push(row("Last error", el("span", { class: "error-text", text: job.lastErrorMessage })));
   if (job.progress !== null) rows.push(row("Progress", progress(job.progress)));
@@ -179,6 +183,20 @@ function renderJob({ job, history }) {
   $("job-title").textContent = "Job " + job.id;
   $("job-fields").replaceChildren(...rows);
   if (!$("job").open) $("job").showModal();
+}
+// What a suspended job waits for, as text.
+function waitingFor(wait) {
+  if (wait.jobs) return wait.jobs.length + " job(s) to end: " + wait.jobs.join(", ");
+  const until = wait.until ? "until " + when(wait.until) : "with no timeout";
+  return wait.event !== undefined ? "event " + JSON.stringify(wait.event) + ", " + until : "its sleep, " + until;
+}
+// A job's durable steps in the order of their first calls: state, start, and how long each took.
+function stepTimeline(steps) {
+  return el("ol", { class: "steps" }, steps.map((step) => el("li", { "data-step": step.name }, [
+    el("code", { text: step.name }), " ", badge(step.state), " " + when(step.startedAt),
+    step.endedAt ? " (" + (new Date(step.endedAt) - new Date(step.startedAt)) + " ms)" : "",
+    step.error ? el("span", { class: "error-text", text: " " + step.error }) : "",
+  ])));
 }
 $("job-close").addEventListener("click", () => $("job").close());
 $("job").addEventListener("close", () => { shownJob = ""; });
@@ -219,6 +237,7 @@ dialog th { width: 8rem; } pre { margin: 0; white-space: pre-wrap; word-break: b
 .state { padding: 0 .4rem; border-radius: 3px; background: #eceef3; } .state-completed { color: #2e7d32; }
 .state-failed, .state-interrupted { color: #b3261e; } .state-cancelled { background: #5f6368; color: #fff; }
 .state-snoozed { background: #e8eaf6; color: #283593; }
+.state-suspended, .state-running { background: #e0f2f1; color: #00695c; } ol.steps { margin: 0; padding-left: 1.2rem; }
 ${FLOWS_STYLE}`;
 
 export const DASHBOARD_HTML = `<!doctype html>
@@ -260,6 +279,8 @@ ${FLOWS_HTML}<h2>Failed</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Due</th><th>Attempts</th><th>Last error</th><th></th></tr></thead><tbody id="pending"></tbody></table>
 <h2>Running</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempt</th><th>Instance</th><th>Started</th><th>Progress</th><th></th></tr></thead><tbody id="active"></tbody></table>
+<h2>Suspended <small>(durable steps: sleeping, or waiting for an event or for jobs)</small></h2>
+<table><thead><tr><th>Job</th><th>Task</th><th>Resumes</th><th>Attempt</th><th></th></tr></thead><tbody id="suspended"></tbody></table>
 <h2>Recently completed <small>(click a job for its whole result and its details)</small></h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Completed at</th><th>Took</th><th>Result</th></tr></thead><tbody id="completed"></tbody></table>
 <h2>Recently cancelled</h2>
