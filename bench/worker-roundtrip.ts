@@ -24,6 +24,7 @@ import {
   WorkerPool,
 } from './internals.js';
 import { summarise } from './stats.js';
+import type { StepStore } from '../libs/jobs/src/steps/step-store.js';
 
 const REPETITIONS = 5;
 const DISPATCHES = 2_000;
@@ -39,7 +40,14 @@ class NoopTask implements JobTaskHandler {
 @Module({ providers: [NoopTask] })
 class NoopModule {}
 
-const job = (task: string) => ({ id: 'bench', task, payload: {}, attempt: 1, maxRetries: 0 });
+const job = (task: string) => ({
+  id: 'bench',
+  task,
+  payload: {},
+  attempt: 1,
+  maxRetries: 0,
+  claim: '1',
+});
 
 /** Microseconds per call of `fn`, `count` calls one after another. */
 async function perCall(count: number, fn: () => Promise<unknown>): Promise<number> {
@@ -72,6 +80,14 @@ async function mediansOf(
 
 const AT_ONCE = 10;
 
+/** A step store for tasks that take no step: every call refuses. */
+const NO_STEPS: StepStore = {
+  load: () => Promise.reject(new Error('no durable steps in this bench')),
+  write: () => Promise.reject(new Error('no durable steps in this bench')),
+  findEvent: () => Promise.reject(new Error('no durable steps in this bench')),
+  jobOutcomes: () => Promise.reject(new Error('no durable steps in this bench')),
+};
+
 async function dispatchLevels(): Promise<[[number, number], [number, number]]> {
   const options = resolveJobsOptions({
     connection: 'postgres://unused',
@@ -79,7 +95,8 @@ async function dispatchLevels(): Promise<[[number, number], [number, number]]> {
     workerModule: WORKER_MODULE,
   });
   const pool = new WorkerPool(options);
-  await pool.start();
+  // The bench's tasks take no durable step: nothing asks the store.
+  await pool.start(NO_STEPS);
   try {
     const worker = () => pool.run(job('bench.workerNoop'), 60, new AttemptAbortController());
     const inProcess = () => runWithTimeout(Promise.resolve(), 60, new AttemptAbortController());

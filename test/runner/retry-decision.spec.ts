@@ -4,7 +4,7 @@ import { endingOfThrow } from '../../libs/jobs/src/attempt/attempt-ending.js';
 import { MAX_RETRY_DELAY_LIMIT } from '../../libs/jobs/src/options/defaults.js';
 
 /** Attempt 2 of a job with 3 retries: retries remain. */
-const JOB = { id: 'job-1', task: 'send', payload: null, attempt: 2, maxRetries: 3 };
+const JOB = { id: 'job-1', task: 'send', payload: null, attempt: 2, maxRetries: 3, claim: '1' };
 
 /** A backoff answering `answer`, with the calls it had. */
 function backoffAnswering(answer: number | 'giveUp') {

@@ -11,6 +11,7 @@ import type { JobContext, JobEvent, JobTaskHandler } from 'nestjs-pg-jobs';
 import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
 import { JobsDatabase } from '../../libs/jobs/src/database/jobs-database.js';
 import { StepMemo } from '../../libs/jobs/src/steps/step-memo.js';
+import { DatabaseStepStore } from '../../libs/jobs/src/steps/step-store.js';
 import { stepsSql } from '../../libs/jobs/src/steps/steps.sql.js';
 import { startJobsApp, waitFor } from '../support/jobs-app.js';
 import type { JobsApp } from '../support/jobs-app.js';
@@ -374,14 +375,14 @@ it.each([
 
 it("refuses a step write of an attempt that no longer holds its job (the claim's fence)", async () => {
   const jobsDb = app.module.get(JobsDatabase);
-  const sql = stepsSql(toSchemaName('jobs'));
+  const store = new DatabaseStepStore(jobsDb, stepsSql(toSchemaName('jobs')));
   const [{ id }] = await db.query<{ id: string }>(
     `INSERT INTO jobs."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt", "startedAt", "claimToken")
      VALUES (gen_random_uuid(), 'steps.plain', 'active', 1, 0, now(), now(), 7) RETURNING id`,
   );
-  const stale = new StepMemo(jobsDb, sql, { id, attempt: 1, claim: '6' }, 1_000_000);
+  const stale = new StepMemo(store, { id, attempt: 1, claim: '6' }, 1_000_000);
   await expect(stale.step('s', () => 'stale')).rejects.toThrow(StepNotRecordedError);
-  const current = new StepMemo(jobsDb, sql, { id, attempt: 1, claim: '7' }, 1_000_000);
+  const current = new StepMemo(store, { id, attempt: 1, claim: '7' }, 1_000_000);
   expect(await current.step('s', () => 'current')).toBe('current');
   const stored = await db.query(
     `SELECT name, value, "claimToken" FROM jobs."jobStep" WHERE "jobId" = $1`,

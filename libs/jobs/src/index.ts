@@ -141,7 +141,6 @@ export {
   JobSuspension,
   StepNotRecordedError,
   InvalidEventError,
-  DurableStepsUnavailableError,
 } from './errors/jobs.errors.js';
 export type { SchemaIssue, PayloadRefusal } from './errors/jobs.errors.js';
 

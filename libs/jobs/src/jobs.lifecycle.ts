@@ -1,4 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DatabaseStepStore } from './steps/step-store.js';
+import { stepsSql } from './steps/steps.sql.js';
 import type {
   BeforeApplicationShutdown,
   OnApplicationBootstrap,
@@ -155,7 +157,8 @@ export class JobsLifecycle
   }
 
   private async startWorkerPool(): Promise<void> {
-    this.registry.addWorkerTasks(await this.workerPool.start(), 'workerModule');
+    const steps = new DatabaseStepStore(this.db, stepsSql(this.db.schema));
+    this.registry.addWorkerTasks(await this.workerPool.start(steps), 'workerModule');
     if (!this.options.runJobs) await this.workerPool.stop();
   }
 

@@ -8,6 +8,8 @@ export interface AttemptJob {
   /** The attempt this claim started: the fencing token of every write that ends it. */
   readonly attempt: number;
   readonly maxRetries: number;
+  /** The claim's token, which fences the attempt's writes: a durable step's checkpoint too. */
+  readonly claim: string;
   /** A worker task's dependencies, read before its dispatch (a thread has no database). */
   readonly dependencies?: JobDependencies;
 }

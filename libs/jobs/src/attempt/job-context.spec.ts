@@ -9,6 +9,7 @@ const JOB: AttemptJob = {
   payload: {},
   attempt: 2,
   maxRetries: 3,
+  claim: '1',
 };
 
 /** Sources that record what the context asked of them. */
@@ -22,6 +23,9 @@ function recordingSources(manager?: ContextSources['manager']) {
     },
     progress: (json) => heard.progress.push(json),
     dependencies: () => Promise.resolve({}),
+    steps: () => {
+      throw new Error('no step in these tests');
+    },
     manager,
   };
   return { sources, heard, signal };

@@ -1,11 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { serialiseJson } from '../common/json-payload.js';
 import type { JobContext } from '../discovery/job-task.interfaces.js';
-import {
-  DurableStepsUnavailableError,
-  InvalidContextArgumentError,
-  JobSnooze,
-} from '../errors/jobs.errors.js';
+import { InvalidContextArgumentError, JobSnooze } from '../errors/jobs.errors.js';
 import { MAX_RETRY_DELAY_LIMIT } from '../options/defaults.js';
 import type { JobDependencies } from '../discovery/job-task.interfaces.js';
 import type { JobOutcome } from '../steps/step-info.interface.js';
@@ -26,8 +22,8 @@ export interface ContextSources {
   progress(json: string): void;
   /** The job's direct dependencies (a flow job's; `{}` otherwise). */
   dependencies(): Promise<JobDependencies>;
-  /** The attempt's durable steps, made on first use; absent where steps are not available. */
-  steps?(): StepMemo;
+  /** The attempt's durable steps, made on first use. */
+  steps(): StepMemo;
   readonly manager?: EntityManager;
 }
 
@@ -86,25 +82,19 @@ class AttemptContext implements JobContext {
   }
 
   step<T>(name: string, run: () => T | Promise<T>): Promise<T> {
-    return this.#steps('step').step(name, run);
+    return this.#sources.steps().step(name, run);
   }
 
   sleep(name: string, seconds: number): Promise<void> {
-    return this.#steps('sleep').sleep(name, seconds);
+    return this.#sources.steps().sleep(name, seconds);
   }
 
   waitForEvent<T = unknown>(event: string, options?: { timeout?: number }): Promise<T | null> {
-    return this.#steps('waitForEvent').waitForEvent<T>(event, options);
+    return this.#sources.steps().waitForEvent<T>(event, options);
   }
 
   waitForJobs(ids: readonly string[]): Promise<Record<string, JobOutcome>> {
-    return this.#steps('waitForJobs').waitForJobs(ids);
-  }
-
-  #steps(method: string): StepMemo {
-    const steps = this.#sources.steps?.();
-    if (!steps) throw new DurableStepsUnavailableError(method, 'in a worker task yet');
-    return steps;
+    return this.#sources.steps().waitForJobs(ids);
   }
 }
 

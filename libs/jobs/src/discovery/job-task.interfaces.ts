@@ -56,7 +56,6 @@ export interface JobContext {
    * job; a name called again in one run is numbered (`name#2`...), so loops and `Promise.all` over
    * named steps replay in order. A step that throws is recorded failed, and fails the attempt (the
    * task's retries apply); its next run runs it again. Code outside steps runs again on every run.
-   * In-process tasks only, for now.
    */
   step<T>(name: string, run: () => T | Promise<T>): Promise<T>;
   /**

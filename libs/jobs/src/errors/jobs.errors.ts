@@ -650,13 +650,6 @@ export class InvalidEventError extends JobsError {
   }
 }
 
-/** `ctx.step`, `ctx.sleep` and `ctx.waitForEvent` were called where they are not available. @publicApi */
-export class DurableStepsUnavailableError extends JobsError {
-  constructor(method: string, where: string) {
-    super(`ctx.${method}() is not available ${where}.`);
-  }
-}
-
 /** What a task returned cannot cross a JSON column unchanged: the attempt failed with this. */
 export class InvalidResultError extends JobsError {
   constructor(

@@ -15,10 +15,10 @@ import { fromThread } from '../worker-pool/worker-dispatcher.js';
 import type { WorkerJobOutcome } from '../worker-pool/worker-protocol.js';
 import type { DependencyReader } from '../job-queue/dependency-reader.js';
 import type { JobDependencies } from '../discovery/job-task.interfaces.js';
-import type { JobSuspension } from '../errors/jobs.errors.js';
+import { JobSuspension } from '../errors/jobs.errors.js';
 import { StepMemo } from '../steps/step-memo.js';
 import { stepsSql } from '../steps/steps.sql.js';
-import type { StepsSql } from '../steps/steps.sql.js';
+import { DatabaseStepStore } from '../steps/step-store.js';
 import type { RunningAttempt } from './running-attempts.js';
 import { TaskTransaction } from './task-transaction.js';
 
@@ -54,16 +54,15 @@ export class TaskExecutor {
     private readonly dependencies: DependencyReader,
     private readonly logger: Logger,
   ) {
-    this.stepsSql = stepsSql(db.schema);
+    this.steps = new DatabaseStepStore(db, stepsSql(db.schema));
   }
 
-  private readonly stepsSql: StepsSql;
+  private readonly steps: DatabaseStepStore;
 
   /** The durable steps of `attempt` (made once it calls one). */
   private readonly stepMemo = ({ job }: RunningAttempt): StepMemo =>
     new StepMemo(
-      this.db,
-      this.stepsSql,
+      this.steps,
       { id: job.id, attempt: job.attempt, claim: job.claim },
       this.options.maxResultBytes,
     );
@@ -148,9 +147,14 @@ export class TaskExecutor {
     }
     if (outcome.progress !== undefined) this.progress(attempt, outcome.progress);
     const { ending } = outcome;
-    return new TaskOutcome(
-      ending.outcome === 'failed' ? { ...ending, error: fromThread(ending.error) } : ending,
-    );
+    if (ending.outcome === 'failed')
+      return new TaskOutcome({ ...ending, error: fromThread(ending.error) });
+    if (ending.outcome !== 'suspended') return new TaskOutcome(ending);
+    const { step, position, seconds, event, jobs } = ending.suspension;
+    return new TaskOutcome({
+      outcome: 'suspended',
+      suspension: new JobSuspension(step, position, seconds, event, jobs),
+    });
   }
 
   private threw({ job }: RunningAttempt, thrown: unknown, backoff?: JobBackoff): AttemptEnding {

@@ -1,7 +1,6 @@
 import { toError } from '../common/errors.js';
 import { serialiseJson } from '../common/json-payload.js';
 import { storableText } from '../common/storable-text.js';
-import type { JobsDatabase } from '../database/jobs-database.js';
 import {
   InvalidContextArgumentError,
   JobSuspension,
@@ -12,7 +11,8 @@ import { MAX_RETRY_DELAY_LIMIT } from '../options/defaults.js';
 import { JOB_ID_PATTERN } from '../common/names.js';
 import type { JobOutcome } from './step-info.interface.js';
 import { assertStepName, StepKeys } from './step-names.js';
-import type { StepFence, StepRow, StepsSql } from './steps.sql.js';
+import type { OutcomeRow, StepStore } from './step-store.js';
+import type { StepFence, StepRow } from './steps.sql.js';
 
 /** What a step's checkpoint holds, as a run finds it. */
 type Checkpoint = Omit<StepRow, 'name'>;
@@ -31,8 +31,7 @@ export class StepMemo {
   suspension?: JobSuspension;
 
   constructor(
-    private readonly db: JobsDatabase,
-    private readonly sql: StepsSql,
+    private readonly store: StepStore,
     private readonly fence: StepFence,
     private readonly maxResultBytes: number,
   ) {}
@@ -90,10 +89,7 @@ export class StepMemo {
     const { byName, now } = await this.read();
     const found = byName.get(key);
     if (found?.state === 'completed') return parseEvent(found.value) as T | null;
-    const [sent] = await this.db.query<{ payload: string | null }>(
-      this.sql.findEvent,
-      this.sql.findEvent.values({ name: event }),
-    );
+    const sent = await this.store.findEvent(event);
     if (sent) {
       await this.write(key, position, new Date(), 'completed', sent.payload);
       return parseEvent(sent.payload) as T | null;
@@ -121,8 +117,7 @@ export class StepMemo {
     const { key, position } = this.keys.next('#jobs');
     const found = (await this.read()).byName.get(key);
     if (found?.state === 'completed') return parseValue(found.value) as Record<string, JobOutcome>;
-    const { jobOutcomes } = this.sql;
-    const rows = await this.db.query<OutcomeRow>(jobOutcomes, jobOutcomes.values({ ids }));
+    const rows = await this.store.jobOutcomes(ids);
     const outcomes: Record<string, JobOutcome> = {};
     const unended: string[] = [];
     for (const row of rows) {
@@ -149,12 +144,10 @@ export class StepMemo {
   }
 
   private read() {
-    this.checkpoints ??= this.db
-      .query<StepRow & { now: number }>(this.sql.loadSteps, this.sql.loadSteps.values(this.fence))
-      .then((rows) => ({
-        byName: new Map(rows.map(({ name, ...row }) => [name, row])),
-        now: rows.length > 0 ? Number(rows[0].now) : Date.now(),
-      }));
+    this.checkpoints ??= this.store.load(this.fence).then(({ rows, now }) => ({
+      byName: new Map(rows.map(({ name, ...row }) => [name, row])),
+      now,
+    }));
     return this.checkpoints;
   }
 
@@ -166,20 +159,15 @@ export class StepMemo {
     value: string | null,
     error: string | null = null,
   ): Promise<void> {
-    const { writeStep } = this.sql;
-    const rows = await this.db.query(
-      writeStep,
-      writeStep.values({
-        ...this.fence,
-        name,
-        position,
-        state,
-        value,
-        error: error === null ? null : storableText(error),
-        startedAt,
-      }),
-    );
-    if (rows.length === 0) throw new StepNotRecordedError(this.fence.id, name);
+    const written = await this.store.write(this.fence, {
+      name,
+      position,
+      state,
+      value,
+      error: error === null ? null : storableText(error),
+      startedAt,
+    });
+    if (!written) throw new StepNotRecordedError(this.fence.id, name);
   }
 
   /** A step's value as JSON text (`null` for nothing), under the rules of a job's result. */
@@ -211,15 +199,6 @@ export const WAIT_FOR_JOBS_RECHECK = 30;
 
 /** The endings `ctx.waitForJobs` waits for. */
 const ENDED = new Set(['completed', 'failed', 'interrupted', 'cancelled', 'skipped']);
-
-/** A row of `jobOutcomes`. */
-interface OutcomeRow {
-  id: string;
-  queued: boolean;
-  state: string | null;
-  result: string | null;
-  error: string | null;
-}
 
 function outcomeOf({ state, result, error }: OutcomeRow): JobOutcome {
   if (state === 'completed') {

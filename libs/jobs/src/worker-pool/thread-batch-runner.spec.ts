@@ -40,6 +40,7 @@ function setup() {
       id: `job-${key}`,
       attempt: 1,
       maxRetries: 0,
+      claim: '1',
       timeout: 60,
     }));
     const settled = runner.run({ jobs, control });

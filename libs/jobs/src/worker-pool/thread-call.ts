@@ -42,7 +42,7 @@ export class ThreadCall {
     this.thread = undefined;
     this.key = key;
     this.control = control;
-    const { id, task, payload, attempt, maxRetries, dependencies } = this.job;
+    const { id, task, payload, attempt, maxRetries, claim, dependencies } = this.job;
     return {
       key,
       slot,
@@ -51,6 +51,7 @@ export class ThreadCall {
       payload,
       attempt,
       maxRetries,
+      claim,
       timeout: this.timeout,
       ...(dependencies && { dependencies }),
     };

@@ -7,7 +7,9 @@ import { toError } from '../common/errors.js';
 import { WorkerPoolBootError } from '../errors/jobs.errors.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import type { StepStore } from '../steps/step-store.js';
 import { PoolifierPool } from './poolifier-adapter.js';
+import { serveThreadStepCalls } from './thread-step-store.js';
 import { ThreadRegistry } from './thread-registry.js';
 import { WorkerDispatcher } from './worker-dispatcher.js';
 import { resolveWorkerEntry } from './worker-entry.js';
@@ -37,6 +39,8 @@ export class WorkerPool {
   /** Where each running attempt's `ctx.reportProgress` values go, by `id:attempt`. */
   private readonly progressListeners = new Map<string, (json: string) => void>();
   private progressChannel?: BroadcastChannel;
+  /** Stops answering the threads' durable steps (`serveThreadStepCalls`). */
+  private closeStepCalls?: () => void;
   private stopping?: Promise<void>;
 
   constructor(@Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions) {
@@ -56,8 +60,11 @@ export class WorkerPool {
     return this.pool !== undefined && this.stopping === undefined && this.pool.ready;
   }
 
-  /** Starts the pool's first thread and returns the worker tasks its module provides. */
-  async start(): Promise<WorkerTaskDescriptions> {
+  /**
+   * Starts the pool's first thread and returns the worker tasks its module provides. `steps` keeps
+   * the durable steps of the threads' tasks (they have no database of their own).
+   */
+  async start(steps: StepStore): Promise<WorkerTaskDescriptions> {
     const { workerModule, workers, workerResourceLimits, workerExecArgv } = this.options;
     if (!workerModule) return [];
     const entry = resolveWorkerEntry(workerModule.url, workerExecArgv);
@@ -75,7 +82,9 @@ export class WorkerPool {
       transpileTypeScript: entry.transpilesTypeScript,
       progressChannel: progressChannel.name,
       maxResultBytes: this.options.maxResultBytes,
+      stepsChannel: `nestjs-pg-jobs:steps:${randomUUID()}`,
     };
+    this.closeStepCalls = serveThreadStepCalls(workerData.stepsChannel, steps);
     const { threads, dispatcher } = this;
     this.pool = await PoolifierPool.start(
       {
@@ -136,6 +145,7 @@ export class WorkerPool {
     this.stopping ??= (async () => {
       this.dispatcher.close();
       this.progressChannel?.close();
+      this.closeStepCalls?.();
       await this.pool
         ?.destroy()
         .catch((err: unknown) =>

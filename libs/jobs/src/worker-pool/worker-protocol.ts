@@ -1,6 +1,7 @@
 import type { AttemptEnding, RetryDecision } from '../attempt/attempt-ending.js';
 import type { JobTaskOptions } from '../discovery/job-task.interfaces.js';
 import type { JobDependencies } from '../discovery/job-task.interfaces.js';
+import type { JobSuspension } from '../errors/jobs.errors.js';
 
 /**
  * What crosses between the main thread and a pool thread. Everything here is structured-cloned
@@ -24,6 +25,8 @@ export interface WorkerThreadData {
   readonly progressChannel: string;
   /** The module's `maxResultBytes`: the thread checks the results it sends back. */
   readonly maxResultBytes: number;
+  /** Name of the channels of durable steps' calls to the main thread (`thread-step-store.ts`). */
+  readonly stepsChannel: string;
 }
 
 export interface WorkerJobRequest {
@@ -36,6 +39,8 @@ export interface WorkerJobRequest {
   readonly id: string;
   readonly attempt: number;
   readonly maxRetries: number;
+  /** The claim's token: it fences the job's step checkpoints. */
+  readonly claim: string;
   /** Seconds of `taskTimeout` for this attempt: the thread builds its `JobTimeoutError` from it. */
   readonly timeout: number;
   /** A flow job's dependencies (`ctx.dependencies()`), read by the main thread. */
@@ -66,6 +71,12 @@ export type WorkerTaskDescriptions = (Omit<
   readonly payloadJsonSchema?: Record<string, unknown>;
 })[];
 
+/** The fields of a `JobSuspension` that cross back: an error's own fields do not survive the copy. */
+export type SuspensionFields = Pick<
+  JobSuspension,
+  'step' | 'position' | 'seconds' | 'event' | 'jobs'
+>;
+
 /** The fields of a task's error that cross back: its class does not (a thread's realm is its own). */
 export interface ThreadErrorFields {
   readonly name: string;
@@ -81,12 +92,13 @@ export interface ThreadErrorFields {
  */
 export interface WorkerJobOutcome {
   readonly ending:
-    | Exclude<AttemptEnding, { outcome: 'failed' }>
+    | Exclude<AttemptEnding, { outcome: 'failed' | 'suspended' }>
     | {
         readonly outcome: 'failed';
         readonly error: ThreadErrorFields;
         readonly retry: RetryDecision;
-      };
+      }
+    | { readonly outcome: 'suspended'; readonly suspension: SuspensionFields };
   readonly progress?: string;
 }
 

@@ -17,7 +17,10 @@ import { toError } from '../common/errors.js';
 import type { JobBackoff, JobTaskHandler } from '../discovery/job-task.interfaces.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import { JobCancelledError, JobsShutdownError, JobTimeoutError } from '../errors/jobs.errors.js';
+import type { JobSuspension } from '../errors/jobs.errors.js';
 import { serveThreadTasks } from './poolifier-adapter.js';
+import { ThreadStepStore } from './thread-step-store.js';
+import { StepMemo } from '../steps/step-memo.js';
 import { ThreadBatchRunner } from './thread-batch-runner.js';
 import { SIGNAL_CANCELLED, SIGNAL_NONE, SIGNAL_SHUTDOWN, SIGNAL_TIMEOUT } from './job-control.js';
 import type { JobControl } from './job-control.js';
@@ -44,6 +47,7 @@ interface WorkerHost {
 const logger = new Logger('JobsWorkerThread');
 const threadData = workerData as WorkerThreadData;
 const progressChannel = new BroadcastChannel(threadData.progressChannel);
+const stepStore = new ThreadStepStore(threadData.stepsChannel);
 // Only sends: it must not keep a retiring thread alive.
 progressChannel.unref();
 
@@ -147,6 +151,7 @@ class ThreadJobSources implements ContextSources {
   /** The last value reported, which goes back with the outcome. */
   lastProgress?: string;
   private abortSignal?: AbortSignal;
+  private memo?: StepMemo;
 
   constructor(
     private readonly request: WorkerJobRequest,
@@ -175,6 +180,21 @@ class ThreadJobSources implements ContextSources {
 
   dependencies(): Promise<JobDependencies> {
     return Promise.resolve(this.request.dependencies ?? {});
+  }
+
+  /** The attempt's durable steps, kept by the main thread's store (`ThreadStepStore`). */
+  steps(): StepMemo {
+    const { id, attempt, claim } = this.request;
+    return (this.memo ??= new StepMemo(
+      stepStore,
+      { id, attempt, claim },
+      threadData.maxResultBytes,
+    ));
+  }
+
+  /** The suspension a step of the attempt asked for, if any. */
+  suspension(): JobSuspension | undefined {
+    return this.memo?.suspension;
   }
 
   progress(json: string): void {
@@ -212,6 +232,16 @@ async function runTask(
     ending = endingOfThrow(err, request, backoff, (message) => logger.warn(message));
   }
   const progress = sources.lastProgress;
+  // As in-process: a task that caught its step's suspension is suspended all the same.
+  const suspension =
+    sources.suspension() ?? (ending.outcome === 'suspended' ? ending.suspension : undefined);
+  if (suspension) {
+    const { step, position, seconds, event, jobs } = suspension;
+    return {
+      ending: { outcome: 'suspended', suspension: { step, position, seconds, event, jobs } },
+      progress,
+    };
+  }
   if (ending.outcome !== 'failed') return { ending, progress };
   return { ending: { ...ending, error: errorFields(ending.error) }, progress };
 }

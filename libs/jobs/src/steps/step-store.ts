@@ -1,0 +1,73 @@
+import type { StepFence, StepRow, StepsSql } from './steps.sql.js';
+import type { StatementText } from '../database/sql-statement.js';
+
+/** A checkpoint as one write records it (`StepStore.write`). */
+export interface StepWrite {
+  readonly name: string;
+  readonly position: number;
+  readonly state: 'completed' | 'failed';
+  /** JSON text; `null` for nothing. */
+  readonly value: string | null;
+  readonly error: string | null;
+  readonly startedAt: Date;
+}
+
+/** Where one of the jobs `ctx.waitForJobs` waits for is (`StepStore.jobOutcomes`). */
+export interface OutcomeRow {
+  readonly id: string;
+  readonly queued: boolean;
+  readonly state: string | null;
+  readonly result: string | null;
+  readonly error: string | null;
+}
+
+/**
+ * What durable steps read and write: the database on the main thread (`DatabaseStepStore`), the
+ * main thread's store for a pool thread (`worker-pool/thread-step-store.ts`). Plain data in and
+ * out, so that a thread's calls can be messages.
+ */
+export interface StepStore {
+  /** Every checkpoint of the job, and the database's clock (epoch ms). */
+  load(fence: StepFence): Promise<{ rows: StepRow[]; now: number }>;
+  /** Writes a checkpoint if the attempt still holds its job; `false` when fenced out. */
+  write(fence: StepFence, step: StepWrite): Promise<boolean>;
+  /** Event `name`'s payload (JSON text, `null` for none), or `undefined` when it was not sent. */
+  findEvent(name: string): Promise<{ payload: string | null } | undefined>;
+  jobOutcomes(ids: readonly string[]): Promise<OutcomeRow[]>;
+}
+
+/** What a store needs of the database: one statement, its rows. */
+export interface StepQueries {
+  query<Row>(statement: StatementText, values: readonly unknown[]): Promise<Row[]>;
+}
+
+/** The steps' statements (`steps.sql.ts`) on the library's database. */
+export class DatabaseStepStore implements StepStore {
+  constructor(
+    private readonly db: StepQueries,
+    private readonly sql: StepsSql,
+  ) {}
+
+  async load(fence: StepFence): Promise<{ rows: StepRow[]; now: number }> {
+    const { loadSteps } = this.sql;
+    const rows = await this.db.query<StepRow & { now: number }>(loadSteps, loadSteps.values(fence));
+    return { rows, now: rows.length > 0 ? Number(rows[0].now) : Date.now() };
+  }
+
+  async write(fence: StepFence, step: StepWrite): Promise<boolean> {
+    const { writeStep } = this.sql;
+    return (await this.db.query(writeStep, writeStep.values({ ...fence, ...step }))).length > 0;
+  }
+
+  async findEvent(name: string): Promise<{ payload: string | null } | undefined> {
+    const { findEvent } = this.sql;
+    return (
+      await this.db.query<{ payload: string | null }>(findEvent, findEvent.values({ name }))
+    )[0];
+  }
+
+  jobOutcomes(ids: readonly string[]): Promise<OutcomeRow[]> {
+    const { jobOutcomes } = this.sql;
+    return this.db.query<OutcomeRow>(jobOutcomes, jobOutcomes.values({ ids }));
+  }
+}
