@@ -139,6 +139,21 @@ class ParentTask implements JobTaskHandler<{ flow: boolean }, unknown> {
   }
 }
 
+/** Gates of `steps.slow`, by job id. */
+const gates = new Map<string, () => void>();
+
+/** One step that lasts until the test opens its gate. */
+@JobTask('steps.slow')
+@Injectable()
+class SlowStepTask implements JobTaskHandler<unknown, string> {
+  async run(_payload: unknown, ctx: JobContext) {
+    return ctx.step(
+      'slow',
+      () => new Promise<string>((resolve) => gates.set(ctx.id, () => resolve('done'))),
+    );
+  }
+}
+
 @JobTask('steps.plain')
 @Injectable()
 class PlainTask implements JobTaskHandler<unknown, string> {
@@ -156,6 +171,7 @@ const TASKS = [
   PlainTask,
   ChildTask,
   ParentTask,
+  SlowStepTask,
 ];
 let app: JobsApp;
 const events: JobEvent[] = [];
@@ -291,6 +307,20 @@ describe('waitForEvent', () => {
       expect(n).toBe(0);
     },
   );
+});
+
+it('lists a step that runs for more than a second as running, then as completed, written once more', async () => {
+  const { id } = await app.queue.addJob({ task: 'steps.slow' });
+  const running = await waitFor('the step to be listed running', async () => {
+    const steps = (await app.queue.getJob(id))?.steps ?? [];
+    return steps.length === 1 && steps[0].state === 'running' && steps[0];
+  });
+  expect(running).toMatchObject({ name: 'slow', endedAt: null });
+  gates.get(id)!();
+  expect(await app.queue.waitForJob(id, { timeout: 30 })).toBe('done');
+  const [step] = (await app.queue.getJob(id))!.steps;
+  expect(step).toMatchObject({ name: 'slow', state: 'completed', startedAt: running.startedAt });
+  expect(step.endedAt!.getTime() - step.startedAt.getTime()).toBeGreaterThanOrEqual(1_000);
 });
 
 describe('waitForJobs', () => {

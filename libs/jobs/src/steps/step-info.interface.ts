@@ -2,7 +2,7 @@
 export interface JobStepInfo {
   /** Its name; `name#2` for the second call of a name in one run, and so on. */
   name: string;
-  /** `running`: a sleep or an event wait not over yet. */
+  /** `running`: a step running for over a second, or a sleep or a wait not over yet. */
   state: 'running' | 'completed' | 'failed';
   startedAt: Date;
   endedAt: Date | null;

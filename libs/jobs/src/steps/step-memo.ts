@@ -49,16 +49,27 @@ export class StepMemo {
     const found = (await this.read()).byName.get(key);
     if (found?.state === 'completed') return parseValue(found.value) as T;
     const startedAt = new Date();
+    // A step that ends soon costs one write; one still running after a moment is listed as such.
+    let listed: Promise<unknown> | undefined;
+    const timer = setTimeout(() => {
+      listed = this.write(key, position, startedAt, 'running', null).catch(() => undefined);
+    }, STEP_LISTED_AFTER_MS);
     let value: T;
     try {
       value = await run();
     } catch (err) {
+      clearTimeout(timer);
+      await listed;
       // Recorded against the step when the attempt still holds the job; the attempt fails all the same.
       await this.write(key, position, startedAt, 'failed', null, toError(err).message).catch(
         () => undefined,
       );
       throw err;
+    } finally {
+      clearTimeout(timer);
     }
+    // After the `running` write, if one was made: the ending must be the last word.
+    await listed;
     await this.write(key, position, startedAt, 'completed', this.encode(key, value));
     return value;
   }
@@ -155,7 +166,7 @@ export class StepMemo {
     name: string,
     position: number,
     startedAt: Date,
-    state: 'completed' | 'failed',
+    state: 'running' | 'completed' | 'failed',
     value: string | null,
     error: string | null = null,
   ): Promise<void> {
@@ -187,6 +198,12 @@ export class StepMemo {
     return json;
   }
 }
+
+/**
+ * How long a step runs before `getJob` lists it `running`: a step that ends sooner is written once,
+ * when it ends.
+ */
+export const STEP_LISTED_AFTER_MS = 1_000;
 
 /** The most jobs one `ctx.waitForJobs` waits for: as many as one `addFlow` adds. */
 const MAX_WAITED_JOBS = 10_000;

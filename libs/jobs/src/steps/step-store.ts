@@ -5,7 +5,7 @@ import type { StatementText } from '../database/sql-statement.js';
 export interface StepWrite {
   readonly name: string;
   readonly position: number;
-  readonly state: 'completed' | 'failed';
+  readonly state: 'running' | 'completed' | 'failed';
   /** JSON text; `null` for nothing. */
   readonly value: string | null;
   readonly error: string | null;

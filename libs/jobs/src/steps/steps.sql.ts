@@ -40,25 +40,28 @@ export function stepsSql({ quoted: s }: SchemaName) {
 
     /**
      * Writes a step's checkpoint, if the attempt still holds its job: one round trip. Returns no
-     * row when fenced out.
+     * row when fenced out. A `running` one (a step still running after `STEP_LISTED_AFTER_MS`) has
+     * no end yet. A sleep's or a wait's start is its first suspension's (its `running` row holds
+     * its `until`); any other step's start is its latest try's.
      */
     writeStep: preparedStatement(
       `
       INSERT INTO ${s}."jobStep" AS st ("jobId", name, position, state, value, error, "startedAt",
                                        "endedAt", attempt, "claimToken")
-      SELECT $1, $4, $5, $6, $7::jsonb, $8, $9, now(), $2, $3
+      SELECT $1, $4, $5, $6, $7::jsonb, $8, $9, CASE WHEN $6 = 'running' THEN NULL ELSE now() END, $2, $3
       WHERE EXISTS (SELECT 1 FROM ${s}."jobHistory" h
                     WHERE h.id = $1 AND h.attempt = $2 AND h."claimToken" = $3 AND h.state = 'active')
       ON CONFLICT ("jobId", name) DO UPDATE
         SET state = EXCLUDED.state, value = EXCLUDED.value, error = EXCLUDED.error,
-            "startedAt" = CASE WHEN st.state = 'running' THEN st."startedAt" ELSE EXCLUDED."startedAt" END,
+            "startedAt" = CASE WHEN st.state = 'running' AND st.value IS NOT NULL THEN st."startedAt"
+                               ELSE EXCLUDED."startedAt" END,
             "endedAt" = EXCLUDED."endedAt", attempt = EXCLUDED.attempt, "claimToken" = EXCLUDED."claimToken"
       RETURNING name`,
       (
         p: StepFence & {
           name: string;
           position: number;
-          state: 'completed' | 'failed';
+          state: StepRow['state'];
           value: string | null;
           error: string | null;
           startedAt: Date;
