@@ -14,9 +14,9 @@ import { baseline, floor } from './baseline.js';
 import type { Costs } from './db-costs.js';
 import { openBenchServer, writeResults } from './harness.js';
 import { DRAIN, ENQUEUE, costsPerJob, describeCosts, enqueueAndDrainCosts } from './job-costs.js';
-import { library } from './library.js';
+import { drainStepped, library } from './library.js';
 import { loadPeers } from './peer-sides.js';
-import { JOBS } from './workloads.js';
+import { JOBS, STEPPED_DRAIN } from './workloads.js';
 import type { DrainAndLatency, QueueUnderTest } from './workloads.js';
 
 const ONE_BY_ONE = 'enqueue one by one';
@@ -48,6 +48,12 @@ for (const [name, side] of sides) {
   }
   console.error(`${name} counted`);
 }
+// Durable steps, the library's alone: its drain of a task taking STEPS_PER_JOB steps.
+costs[STEPPED_DRAIN] = {
+  'nestjs-pg-jobs': (
+    await costsPerJob(server, (url, jobs, mark) => drainStepped(url, jobs, mark), JOBS)
+  )[1],
+};
 await server.stop();
 
 console.log(

@@ -13,7 +13,13 @@ import type {
 } from 'nestjs-pg-jobs';
 import { z } from 'zod';
 import { trackPeakRss } from './stats.js';
-import { JOBS, drainSpanOnDatabaseClock, inBatches, spacedLatencies } from './workloads.js';
+import {
+  JOBS,
+  STEPS_PER_JOB,
+  drainSpanOnDatabaseClock,
+  inBatches,
+  spacedLatencies,
+} from './workloads.js';
 import type { HistoryGrowthSample } from './targets.js';
 import type { QueueUnderTest } from './workloads.js';
 
@@ -46,6 +52,15 @@ const TypedNoopDefinition = defineTask({
 class TypedNoopTask implements JobTaskHandler<typeof TypedNoopDefinition> {
   run(_payload: TaskPayload<typeof TypedNoopDefinition>, ctx: JobContext): void {
     startedAt.set(ctx.id, performance.now());
+  }
+}
+
+/** A no-op task that takes `STEPS_PER_JOB` durable steps, each returning nothing. */
+@JobTask('noop.stepped')
+@Injectable()
+class SteppedNoopTask implements JobTaskHandler {
+  async run(_payload: unknown, ctx: JobContext): Promise<void> {
+    for (let i = 0; i < STEPS_PER_JOB; i++) await ctx.step('step', () => undefined);
   }
 }
 
@@ -253,6 +268,18 @@ export async function drainFlow(
 export function drainQueued(url: string, limits: QueueOptions) {
   return drain(url, 'noop.queued', { concurrency: 50, queues: { bench: limits } }, 1, {
     tasks: [QUEUED_NOOP],
+  });
+}
+
+/**
+ * The drain of c=50 x1 of a task that takes `STEPS_PER_JOB` durable steps: what a step costs (its
+ * one write, and the run's one read of the job's checkpoints), against the plain drain.
+ */
+export function drainStepped(url: string, jobs = JOBS, backlogQueued?: () => Promise<void>) {
+  return drain(url, 'noop.stepped', { concurrency: 50 }, 1, {
+    tasks: [SteppedNoopTask],
+    jobs,
+    backlogQueued,
   });
 }
 

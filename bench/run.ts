@@ -20,6 +20,7 @@ import {
   drainFlow,
   drainOnFullHistory,
   drainQueued,
+  drainStepped,
   drainTyped,
   drainWorkerTasks,
   latencyTenQueues,
@@ -36,6 +37,7 @@ import {
   LATENCY_JOBS,
   QUEUE_SIZES,
   REPETITIONS,
+  STEPPED_DRAIN,
 } from './workloads.js';
 import type { QueueUnderTest } from './workloads.js';
 import type { QueueOptions } from 'nestjs-pg-jobs';
@@ -92,6 +94,11 @@ async function measure(side: QueueUnderTest): Promise<Sample> {
   // A typed task's drain (the plain queues have no schemas: their figure is their plain drain).
   sample['drain c=50 x1, zod payloadSchema'] =
     side === library ? perSecond((await onFreshDatabase(drainTyped)).ms) : sample['drain c=50 x1'];
+  // Durable steps (the plain queues have none: their figure is their plain drain).
+  sample[STEPPED_DRAIN] =
+    side === library
+      ? perSecond((await onFreshDatabase((url) => drainStepped(url))).ms)
+      : sample['drain c=50 x1'];
   // A flow's drain, judged against the drain of as many jobs without dependencies (the plain queues
   // have no flows: their figures are that drain, and their latency p50 for the sink's start).
   const flow = side === library ? await onFreshDatabase((url) => drainFlow(url)) : undefined;
@@ -147,11 +154,12 @@ console.log(lines.join('\n'));
 const libraryMedian = (workload: string) =>
   rows.find((row) => row.workload === workload)!.library.median;
 console.log(
-  `\nNamed queues and flows, against the library's own figure without them:\n${[
+  `\nNamed queues, flows and durable steps, against the library's own figure without them:\n${[
     ...QUEUE_DRAINS.map(([name]) => [name, 'drain c=50 x1'] as const),
     ['latency p50, 10 limited queues', 'latency p50'] as const,
     [FLOW_DRAIN, 'drain c=50 x1'] as const,
     [FLOW_SINK_LATENCY, 'latency p50'] as const,
+    [STEPPED_DRAIN, 'drain c=50 x1'] as const,
   ]
     .map(
       ([workload, plain]) =>

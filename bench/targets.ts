@@ -84,9 +84,10 @@ export const TARGETS: readonly Target[] = [
     against: { side: 'library', workload: 'drain c=50 x1' },
     threshold: 0.8,
     whyMissed:
-      'each ending of a flow job runs the flowJobEnded trigger (a PL/pgSQL call and one statement), and ' +
-      "each of the fan-in's endings updates the sink's queued row, one row version each (issue 29: " +
-      'at least 0.8 of the same jobs without dependencies).',
+      "the source's completion releases its 9,998 dependents in one statement (each a new row " +
+      'version and two index entries, ~130 ms) before any of them can run: the serial part of the ' +
+      'shape ("Flows and durable steps" in docs/performance.md; issue 29: at least 0.8 of the same ' +
+      'jobs without dependencies).',
   },
   {
     workload: FLOW_SINK_LATENCY,

@@ -30,6 +30,10 @@ export const HISTORY_ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 1_000_000);
 
 /** The library's drain of a flow 1 → JOBS − 2 → 1 (`drainFlow`), c=50 x1. */
 export const FLOW_DRAIN = `drain c=50 x1, flow 1 → ${JOBS - 2} → 1`;
+/** Durable steps each job of `STEPPED_DRAIN` takes. */
+export const STEPS_PER_JOB = 3;
+/** The library's drain of a no-op task that takes `STEPS_PER_JOB` durable steps (`drainStepped`). */
+export const STEPPED_DRAIN = `drain c=50 x1, ${STEPS_PER_JOB} ctx.step per job`;
 /** How long after its last dependency completed the sink of `FLOW_DRAIN` started. */
 export const FLOW_SINK_LATENCY = "latency of a flow's sink after its last dependency";
 
