@@ -2,10 +2,10 @@ import type { EntityManager } from 'typeorm';
 import { serialiseJson } from '../common/json-payload.js';
 import type { JobContext } from '../discovery/job-task.interfaces.js';
 import { InvalidContextArgumentError, JobSnooze } from '../errors/jobs.errors.js';
-import { MAX_RETRY_DELAY_LIMIT } from '../options/defaults.js';
 import type { JobDependencies } from '../discovery/job-task.interfaces.js';
 import type { JobOutcome } from '../steps/step-info.interface.js';
 import type { StepMemo } from '../steps/step-memo.js';
+import { assertSeconds } from '../steps/step-names.js';
 import type { AttemptJob } from './attempt-job.js';
 
 /**
@@ -99,18 +99,7 @@ class AttemptContext implements JobContext {
 }
 
 function snooze(seconds: number): JobSnooze {
-  if (
-    typeof seconds !== 'number' ||
-    !Number.isFinite(seconds) ||
-    seconds < 0 ||
-    seconds > MAX_RETRY_DELAY_LIMIT
-  ) {
-    throw new InvalidContextArgumentError(
-      'snooze',
-      seconds,
-      `takes a number of seconds from 0 to ${MAX_RETRY_DELAY_LIMIT}`,
-    );
-  }
+  assertSeconds('snooze', seconds);
   return new JobSnooze(seconds);
 }
 

@@ -1,3 +1,8 @@
+import {
+  SNOOZED_JOB_COLUMNS,
+  snoozedAttempt,
+  snoozedJobValues,
+} from '../common/snoozed-attempt.js';
 import { preparedStatement, sqlStatement } from '../database/sql-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
 import type { ClaimedJob } from './claim.sql.js';
@@ -164,18 +169,9 @@ export function endingSql({ quoted: s }: SchemaName) {
      */
     snooze: preparedStatement(
       `
-      WITH snoozed AS (
-        UPDATE ${s}."jobHistory"
-        SET state = 'snoozed', snoozes = snoozes + 1, "completedAt" = now(), "updatedAt" = now()
-        WHERE id = $1 AND attempt = $2 AND "claimToken" = $5 AND state = 'active'
-        RETURNING *
-      )
-      INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
-                             "isScheduled", awaited, "createdBy", "createdAt", "traceContext", queue,
-                             "groupKey", "inFlow")
-      SELECT id, task, payload, priority, now() + make_interval(secs => $3::float8), attempt - 1,
-             "maxRetries", "wasScheduled", awaited, $4, "createdAt", "traceContext", queue, "groupKey",
-             "inFlow"
+      WITH ${snoozedAttempt(s, '$5')}
+      INSERT INTO ${s}.jobs (${SNOOZED_JOB_COLUMNS})
+      SELECT ${snoozedJobValues('now() + make_interval(secs => $3::float8)', '$4')}
       FROM snoozed
       RETURNING id`,
       (p: AttemptFence & { seconds: number; requeuedBy: string }) => [

@@ -7,10 +7,9 @@ import {
   ResultTooLargeError,
   StepNotRecordedError,
 } from '../errors/jobs.errors.js';
-import { MAX_RETRY_DELAY_LIMIT } from '../options/defaults.js';
 import { JOB_ID_PATTERN } from '../common/names.js';
 import type { JobOutcome } from './step-info.interface.js';
-import { assertStepName, StepKeys } from './step-names.js';
+import { assertSeconds, assertStepName, StepKeys } from './step-names.js';
 import type { OutcomeRow, StepStore } from './step-store.js';
 import type { StepFence, StepRow } from './steps.sql.js';
 
@@ -232,19 +231,4 @@ function parseValue(json: string | null): unknown {
 /** An event wait's stored value: the event's payload, `null` for a timeout or an event without one. */
 function parseEvent(json: string | null): unknown {
   return json === null ? null : JSON.parse(json);
-}
-
-function assertSeconds(method: string, seconds: unknown): asserts seconds is number {
-  if (
-    typeof seconds !== 'number' ||
-    !Number.isFinite(seconds) ||
-    seconds < 0 ||
-    seconds > MAX_RETRY_DELAY_LIMIT
-  ) {
-    throw new InvalidContextArgumentError(
-      method,
-      seconds,
-      `takes a number of seconds from 0 to ${MAX_RETRY_DELAY_LIMIT}`,
-    );
-  }
 }

@@ -1,4 +1,5 @@
 import { InvalidContextArgumentError } from '../errors/jobs.errors.js';
+import { MAX_RETRY_DELAY_LIMIT } from '../options/defaults.js';
 
 /** The longest step (or event) name: it is a key of the job's checkpoints. */
 export const MAX_STEP_NAME_LENGTH = 200;
@@ -19,6 +20,25 @@ export function assertStepName(method: string, name: unknown): asserts name is s
       method,
       name,
       `takes a name: a non-empty string of at most ${MAX_STEP_NAME_LENGTH} characters, without "#"`,
+    );
+  }
+}
+
+/**
+ * Throws `InvalidContextArgumentError` (naming `method`) unless `seconds` is a number of seconds a
+ * job can wait: `ctx.snooze`'s, `ctx.sleep`'s, a wait's timeout.
+ */
+export function assertSeconds(method: string, seconds: unknown): asserts seconds is number {
+  if (
+    typeof seconds !== 'number' ||
+    !Number.isFinite(seconds) ||
+    seconds < 0 ||
+    seconds > MAX_RETRY_DELAY_LIMIT
+  ) {
+    throw new InvalidContextArgumentError(
+      method,
+      seconds,
+      `takes a number of seconds from 0 to ${MAX_RETRY_DELAY_LIMIT}`,
     );
   }
 }

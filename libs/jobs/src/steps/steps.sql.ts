@@ -1,4 +1,9 @@
 import type { SchemaName } from '../database/schema-name.js';
+import {
+  SNOOZED_JOB_COLUMNS,
+  snoozedAttempt,
+  snoozedJobValues,
+} from '../common/snoozed-attempt.js';
 import { preparedStatement, sqlStatement } from '../database/sql-statement.js';
 
 /** What fences a step's write: the attempt's job, its number and its claim. */
@@ -132,12 +137,7 @@ export function stepsSql({ quoted: s }: SchemaName) {
      */
     suspend: preparedStatement(
       `
-      WITH snoozed AS (
-        UPDATE ${s}."jobHistory"
-        SET state = 'snoozed', snoozes = snoozes + 1, "completedAt" = now(), "updatedAt" = now()
-        WHERE id = $1 AND attempt = $2 AND "claimToken" = $3 AND state = 'active'
-        RETURNING *
-      ), due AS (
+      WITH ${snoozedAttempt(s, '$3')}, due AS (
         -- A recheck of jobs is always $7 from now; a sleep's or a timeout's end stays the first one.
         SELECT COALESCE((SELECT (value->>'until')::timestamptz FROM ${s}."jobStep"
                          WHERE "jobId" = $1 AND name = $5 AND $9::uuid[] IS NULL),
@@ -164,15 +164,13 @@ export function stepsSql({ quoted: s }: SchemaName) {
         SELECT u.id, snoozed.id FROM unended u, snoozed
         ON CONFLICT ("dependsOn", "jobId") DO UPDATE SET ended = false
       )
-      INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
-                             "isScheduled", awaited, "createdBy", "createdAt", "traceContext", queue,
-                             "groupKey", "inFlow", "waitingFor", "blockedBy")
-      SELECT id, task, payload, priority,
-             CASE WHEN EXISTS (SELECT 1 FROM ${s}."jobEvent" WHERE name = $8) THEN now()
-                  WHEN $9::uuid[] IS NOT NULL AND NOT EXISTS (SELECT 1 FROM unended) THEN now()
-                  ELSE due.until END,
-             attempt - 1, "maxRetries", "wasScheduled", awaited, $4, "createdAt", "traceContext", queue,
-             "groupKey", "inFlow",
+      INSERT INTO ${s}.jobs (${SNOOZED_JOB_COLUMNS}, "waitingFor", "blockedBy")
+      SELECT ${snoozedJobValues(
+        `CASE WHEN EXISTS (SELECT 1 FROM ${s}."jobEvent" WHERE name = $8) THEN now()
+              WHEN $9::uuid[] IS NOT NULL AND NOT EXISTS (SELECT 1 FROM unended) THEN now()
+              ELSE due.until END`,
+        '$4',
+      )},
              CASE WHEN $9::uuid[] IS NOT NULL
                     THEN jsonb_build_object('jobs', (SELECT COALESCE(jsonb_agg(u.id), '[]') FROM unended u))
                   WHEN $8::text IS NULL THEN jsonb_build_object('until', due.until)
