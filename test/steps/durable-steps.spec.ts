@@ -114,10 +114,10 @@ class ChildTask implements JobTaskHandler<{ value?: number; fail?: string; ms: n
 /** Adds two children in a step (a flow, or plain jobs), waits for them, returns how they ended. */
 @JobTask('steps.parent')
 @Injectable()
-class ParentTask implements JobTaskHandler<{ flow: boolean }, unknown> {
+class ParentTask implements JobTaskHandler<{ flow: boolean; settled?: boolean }, unknown> {
   constructor(@Inject(JobQueueService) private readonly queue: JobQueueService) {}
 
-  async run(payload: { flow: boolean }, ctx: JobContext) {
+  async run(payload: { flow: boolean; settled?: boolean }, ctx: JobContext) {
     const children = [
       { task: 'steps.child', payload: { value: 7, ms: 300 } },
       { task: 'steps.child', payload: { fail: 'no stock', ms: 300 } },
@@ -131,8 +131,10 @@ class ParentTask implements JobTaskHandler<{ flow: boolean }, unknown> {
         return Object.values(flow.jobs);
       }
       const added = await this.queue.addJobs(children);
-      // Plain jobs wake nobody when they end: wait for them here, so the wait finds them ended.
-      await Promise.allSettled(added.map(({ id }) => this.queue.waitForJob(id, { timeout: 30 })));
+      // With `settled`, the wait finds them ended.
+      if (payload.settled) {
+        await Promise.allSettled(added.map(({ id }) => this.queue.waitForJob(id, { timeout: 30 })));
+      }
       return added.map(({ id }) => id);
     });
     return { ids, outcomes: await ctx.waitForJobs(ids) };
@@ -345,7 +347,10 @@ describe('waitForJobs', () => {
   });
 
   it('returns at once for jobs that ended already, outside any flow', async () => {
-    const { id } = await app.queue.addJob({ task: 'steps.parent', payload: { flow: false } });
+    const { id } = await app.queue.addJob({
+      task: 'steps.parent',
+      payload: { flow: false, settled: true },
+    });
     const { ids, outcomes } = (await app.queue.waitForJob(id, { timeout: 30 })) as {
       ids: string[];
       outcomes: Record<string, unknown>;
@@ -356,6 +361,24 @@ describe('waitForJobs', () => {
     });
     expect(events.some((event) => event.id === id && event.type === 'suspended')).toBe(false);
   });
+
+  it('finds jobs outside any flow ended at its recheck, within 30 s: their endings wake nobody', async () => {
+    const { id } = await app.queue.addJob({ task: 'steps.parent', payload: { flow: false } });
+    await waitFor('the parent to be suspended', async () => (await stateOf(id)) === 'suspended');
+    const { waitingFor } = (await app.queue.getJob(id))!;
+    expect((waitingFor as { jobs: string[] }).jobs).toHaveLength(2);
+    const { ids, outcomes } = (await app.queue.waitForJob(id, { timeout: 45 })) as {
+      ids: string[];
+      outcomes: Record<string, unknown>;
+    };
+    expect(outcomes).toEqual({
+      [ids[0]]: { state: 'completed', result: 7 },
+      [ids[1]]: { state: 'failed', error: 'no stock' },
+    });
+    // No edge was left for jobs outside flows: nothing would ever end or delete it.
+    const edges = await db.query(`SELECT 1 FROM jobs."jobDependency" WHERE "jobId" = $1`, [id]);
+    expect(edges).toEqual([]);
+  }, 60_000);
 });
 
 it('is suspended even when the task catches its suspension, and a suspended job can be cancelled', async () => {

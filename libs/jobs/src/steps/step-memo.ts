@@ -17,7 +17,8 @@ import type { StepFence, StepRow } from './steps.sql.js';
 type Checkpoint = Omit<StepRow, 'name'>;
 
 /**
- * The durable steps of one attempt: `ctx.step`, `ctx.sleep` and `ctx.waitForEvent`. The job's
+ * The durable steps of one attempt: `ctx.step`, `ctx.sleep`, `ctx.waitForEvent` and
+ * `ctx.waitForJobs`. The job's
  * checkpoints are read once, at the run's first step; a finished step returns its stored value
  * without running; each step that runs writes its checkpoint in one statement, fenced by the
  * attempt's claim. A sleep or a wait not over throws a `JobSuspension`, which ends the attempt as
@@ -202,7 +203,7 @@ export class StepMemo {
  * How long a step runs before `getJob` lists it `running`: a step that ends sooner is written once,
  * when it ends.
  */
-export const STEP_LISTED_AFTER_MS = 1_000;
+const STEP_LISTED_AFTER_MS = 1_000;
 
 /** The most jobs one `ctx.waitForJobs` waits for: as many as one `addFlow` adds. */
 const MAX_WAITED_JOBS = 10_000;
@@ -211,7 +212,7 @@ const MAX_WAITED_JOBS = 10_000;
  * Seconds after which a job waiting for jobs runs again to look, whatever it was told: the endings
  * of flow jobs wake it at once, those of other jobs (whose endings count nothing) only then.
  */
-export const WAIT_FOR_JOBS_RECHECK = 30;
+const WAIT_FOR_JOBS_RECHECK = 30;
 
 /** The endings `ctx.waitForJobs` waits for. */
 const ENDED = new Set(['completed', 'failed', 'interrupted', 'cancelled', 'skipped']);

@@ -129,10 +129,11 @@ export function stepsSql({ quoted: s }: SchemaName) {
      * time), else now + $7 seconds, else never ('infinity': an event wait without a timeout). The
      * step is recorded `running` with that `until`; an event wait registers in `jobEventWait` and
      * is due at once if its event was sent meanwhile (the caller holds `eventLock`). A wait for
-     * jobs ($9) is a flow dependent's wait: one `jobDependency` edge per job not ended yet, counted
-     * in "blockedBy", so that their endings (`completeInFlow`, the flowJobEnded trigger) make it
-     * due at once; due anyway at its `until` ($7 seconds: the recheck of jobs outside flows, whose
-     * endings count nothing). Fenced like every ending: returns no row when the attempt no longer
+     * jobs ($9) is a flow dependent's wait on those of them that are flow jobs: one `jobDependency`
+     * edge each not ended yet, counted in "blockedBy", so that their endings (`completeInFlow`,
+     * the flowJobEnded trigger) make it due at once; due anyway at its `until` ($7 seconds: the
+     * recheck, for the other jobs, whose endings count nothing and which get no edge, so that none
+     * outlives them: a flow's edges go with the flow). Fenced like every ending: returns no row when the attempt no longer
      * holds its job.
      */
     suspend: preparedStatement(
@@ -155,13 +156,16 @@ export function stepsSql({ quoted: s }: SchemaName) {
         SELECT $8, id FROM snoozed WHERE $8::text IS NOT NULL
         ON CONFLICT DO NOTHING
       ), unended AS (
-        SELECT c.id FROM unnest($9::uuid[]) AS c(id)
+        SELECT c.id,
+               COALESCE((SELECT q."inFlow" FROM ${s}.jobs q WHERE q.id = c.id),
+                        (SELECT h."inFlow" FROM ${s}."jobHistory" h
+                         WHERE h.id = c.id AND h.state = 'active'), false) AS "inFlow"
+        FROM unnest($9::uuid[]) AS c(id)
         WHERE EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = c.id)
-           OR EXISTS (SELECT 1 FROM ${s}."jobHistory" h
-                      WHERE h.id = c.id AND h.state IN ('active', 'snoozed'))
+           OR EXISTS (SELECT 1 FROM ${s}."jobHistory" h WHERE h.id = c.id AND h.state = 'active')
       ), edges AS (
         INSERT INTO ${s}."jobDependency" ("dependsOn", "jobId")
-        SELECT u.id, snoozed.id FROM unended u, snoozed
+        SELECT u.id, snoozed.id FROM unended u, snoozed WHERE u."inFlow"
         ON CONFLICT ("dependsOn", "jobId") DO UPDATE SET ended = false
       )
       INSERT INTO ${s}.jobs (${SNOOZED_JOB_COLUMNS}, "waitingFor", "blockedBy")
@@ -177,7 +181,7 @@ export function stepsSql({ quoted: s }: SchemaName) {
                   ELSE jsonb_build_object('event', $8::text, 'until',
                                           CASE WHEN due.until = 'infinity' THEN NULL ELSE due.until END)
              END,
-             CASE WHEN $9::uuid[] IS NOT NULL THEN (SELECT count(*) FROM unended)::int END
+             CASE WHEN $9::uuid[] IS NOT NULL THEN (SELECT count(*) FROM unended WHERE "inFlow")::int END
       FROM snoozed, due
       RETURNING id, "waitingFor"::text AS "waitingFor"`,
       (
