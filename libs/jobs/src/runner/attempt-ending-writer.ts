@@ -26,7 +26,8 @@ type Suspended = Extract<AttemptEnding, { outcome: 'suspended' }>;
 
 /**
  * The writes that end an attempt whose task settled: completed with its result (batched with the
- * other completions of the moment), snoozed (queued again, the attempt unconsumed) or failed (and
+ * other completions of the moment), snoozed (queued again, the attempt unconsumed), suspended (a
+ * durable step's sleep or wait: queued again as a snooze is, with what it waits for) or failed (and
  * requeued while retries remain and the task did not give up). Each is fenced by the attempt: a
  * write for an attempt that was reaped or released meanwhile changes nothing and is reported. Only
  * a write that took tells the job's events and whoever awaits the job.
