@@ -133,8 +133,8 @@ export function stepsSql({ quoted: s }: SchemaName) {
      * edge each not ended yet, counted in "blockedBy", so that their endings (`completeInFlow`,
      * the flowJobEnded trigger) make it due at once; due anyway at its `until` ($7 seconds: the
      * recheck, for the other jobs, whose endings count nothing and which get no edge, so that none
-     * outlives them: a flow's edges go with the flow). Fenced like every ending: returns no row when the attempt no longer
-     * holds its job.
+     * outlives them: a flow's edges go with the flow). Fenced like every ending: returns no row
+     * when the attempt no longer holds its job.
      */
     suspend: preparedStatement(
       `
