@@ -72,7 +72,7 @@ export interface JobContext {
   waitForEvent<T = unknown>(event: string, options?: { timeout?: number }): Promise<T | null>;
   /**
    * Waits durably for the jobs `ids` (1 to 10,000) to end, and returns how each ended, by id:
-   * `{ state, result? , error? }` (a failed job is reported, not thrown). Suspends the job, its
+   * `{ state, result?, error? }` (a failed job is reported, not thrown). Suspends the job, its
    * slot freed, until they have: the endings of flow jobs (`addFlow`) resume it at once; for other
    * jobs it looks again every 30 seconds. A durable step of its own: a later run returns the
    * stored outcomes.
