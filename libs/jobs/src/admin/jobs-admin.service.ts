@@ -61,7 +61,7 @@ export interface TaskStats {
  */
 export interface ListedJobInfo extends Omit<
   JobInfo,
-  'result' | 'payload' | 'lastErrorMessage' | 'progress'
+  'result' | 'payload' | 'lastErrorMessage' | 'progress' | 'steps' | 'waitingFor'
 > {
   /** The payload's JSON text, cut; `…` alone for a payload stored in more than 2 kB, which a list does not read. */
   payloadPreview: string;
