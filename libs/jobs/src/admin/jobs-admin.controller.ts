@@ -24,6 +24,7 @@ import {
   parseQueueName,
 } from './admin-input.js';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.page.js';
+import { CANCELLABLE, RETRYABLE } from '../job-queue/bulk-operations.js';
 import { JobsAdminService } from './jobs-admin.service.js';
 
 type Query = Record<string, unknown>;
@@ -71,16 +72,14 @@ export function createAdminController(
     @HttpCode(200)
     retryAll(@Query() query: Query, @Headers(ACTION_HEADER) marker?: string) {
       requireActionHeader(marker);
-      return this.admin.retryJobs(parseJobFilter(query, ['failed', 'interrupted', 'cancelled']));
+      return this.admin.retryJobs(parseJobFilter(query, RETRYABLE));
     }
 
     @Post('api/jobs/cancel')
     @HttpCode(200)
     cancelAll(@Query() query: Query, @Headers(ACTION_HEADER) marker?: string) {
       requireActionHeader(marker);
-      return this.admin.cancelJobs(
-        parseJobFilter(query, ['blocked', 'pending', 'suspended', 'active']),
-      );
+      return this.admin.cancelJobs(parseJobFilter(query, CANCELLABLE));
     }
 
     @Post('api/jobs/:id/retry')

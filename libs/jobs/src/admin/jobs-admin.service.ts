@@ -2,6 +2,7 @@ import { ConflictException, Inject, Injectable, NotFoundException } from '@nestj
 import type { OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { findInApp } from '../common/find-in-app.js';
+import { isQueuedState } from '../common/job-states.js';
 import { CronPlannerService } from '../cron-planner/cron-planner.service.js';
 import type { ScheduleInfo } from '../cron-schedule/cron-schedule.interface.js';
 import { JobsDatabase } from '../database/jobs-database.js';
@@ -135,7 +136,7 @@ export class JobsAdminService implements OnModuleInit {
     const page = [limit + 1, offset];
     const rows = await (state === undefined
       ? this.db.query<ListedJob>(this.sql.listAll, [task, ...page])
-      : state === 'pending' || state === 'blocked' || state === 'suspended'
+      : isQueuedState(state)
         ? this.db.query<ListedJob>(this.sql.listPending, [task, ...page, state])
         : state === 'active'
           ? this.db.query<ListedJob>(this.sql.listActive, [task, ...page])
@@ -146,7 +147,7 @@ export class JobsAdminService implements OnModuleInit {
       lastErrorPreview: boundPreview(job.lastErrorPreview),
       resultPreview: boundPreview(job.resultPreview),
       progressPreview: boundPreview(job.progressPreview),
-      ...((job.state === 'pending' || job.state === 'blocked' || job.state === 'suspended') && {
+      ...(isQueuedState(job.state) && {
         queue: this.tasks.pendingQueueOf(job.task, job.queue),
       }),
     }));

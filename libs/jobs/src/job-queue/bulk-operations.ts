@@ -12,10 +12,17 @@ import type {
 import type { QueueSql } from './job-queue.sql.js';
 import { validateJobFilter } from './validate-queue-calls.js';
 
-const RETRYABLE: readonly RetryableJobState[] = ['failed', 'interrupted', 'cancelled'];
+/** What `retryJobs` (and the admin API's bulk retry) may take. */
+export const RETRYABLE: readonly RetryableJobState[] = ['failed', 'interrupted', 'cancelled'];
 /** A cancelled job was cancelled on purpose: `retryJobs` takes it only when asked to. */
 const RETRIED_BY_DEFAULT: readonly RetryableJobState[] = ['failed', 'interrupted'];
-const CANCELLABLE: readonly CancellableJobState[] = ['blocked', 'pending', 'suspended', 'active'];
+/** What `cancelJobs` (and the admin API's bulk cancel) may take, queued states first. */
+export const CANCELLABLE: readonly CancellableJobState[] = [
+  'blocked',
+  'pending',
+  'suspended',
+  'active',
+];
 
 /** Jobs one statement of a bulk call takes at most: each batch is a short transaction of its own. */
 const BULK_BATCH_SIZE = 1000;

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { isQueuedState } from '../common/job-states.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import type { SqlExecutor } from '../database/jobs-database.js';
 import { InvalidJobOptionsError, JobContentionError } from '../errors/jobs.errors.js';
@@ -232,7 +233,7 @@ export class JobQueueService {
       steps: found.steps.map(stepInfo),
       waitingFor: parseWaitingFor(found.waitingFor),
     };
-    if (row.state !== 'pending' && row.state !== 'blocked' && row.state !== 'suspended') return row;
+    if (!isQueuedState(row.state)) return row;
     return { ...row, queue: this.registry.pendingQueueOf(row.task, row.queue) };
   }
 

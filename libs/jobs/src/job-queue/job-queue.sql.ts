@@ -265,7 +265,7 @@ export function queueSql({ quoted: s }: SchemaName) {
 
     /**
      * Cancels up to `limit` queued jobs matching the filter and in one of `queuedStates`
-     * (`blocked`, `pending`), locking them first: a job being claimed is waited for, then left out
+     * (`blocked`, `pending`, `suspended`), locking them first: a job being claimed is waited for, then left out
      * (it is running by the time this commits, and `cancelRunningJobs`, run after this, finds it).
      * A blocked flow job's cancel ends it, so its own dependents follow (the flowJobEnded trigger).
      * Returns how many it picked: fewer than `limit` means none is left.
