@@ -326,22 +326,27 @@ it('lists a step that runs for more than a second as running, then as completed,
 });
 
 describe('waitForJobs', () => {
+  /** Waits up to `timeout` s for parent `id`, and expects how its two children ended, by id. */
+  async function expectChildrenReported(id: string, timeout: number): Promise<void> {
+    const { ids, outcomes } = (await app.queue.waitForJob(id, { timeout })) as {
+      ids: string[];
+      outcomes: Record<string, unknown>;
+    };
+    expect(outcomes).toEqual({
+      [ids[0]]: { state: 'completed', result: 7 },
+      [ids[1]]: { state: 'failed', error: 'no stock' },
+    });
+  }
+
   it("suspends until a flow's jobs ended, resumed by their endings (no poll), a failure reported", async () => {
     const { id } = await app.queue.addJob({ task: 'steps.parent', payload: { flow: true } });
     await waitFor('the parent to be suspended', async () => (await stateOf(id)) === 'suspended');
     const suspended = await app.queue.getJob(id);
     expect(suspended!.waitingFor).toEqual({ jobs: expect.any(Array) });
     const waitedAt = Date.now();
-    const { ids, outcomes } = (await app.queue.waitForJob(id, { timeout: 30 })) as {
-      ids: string[];
-      outcomes: Record<string, unknown>;
-    };
+    await expectChildrenReported(id, 30);
     // pollingCheck 5 s and a recheck every 30 s: within 3 s is the endings' doing.
     expect(Date.now() - waitedAt).toBeLessThan(3_000);
-    expect(outcomes).toEqual({
-      [ids[0]]: { state: 'completed', result: 7 },
-      [ids[1]]: { state: 'failed', error: 'no stock' },
-    });
     expect(runsOf(id, 'fan-out')).toBe(1);
     expect(await app.queue.getJob(id)).toMatchObject({ state: 'completed', attempt: 1 });
   });
@@ -351,14 +356,7 @@ describe('waitForJobs', () => {
       task: 'steps.parent',
       payload: { flow: false, settled: true },
     });
-    const { ids, outcomes } = (await app.queue.waitForJob(id, { timeout: 30 })) as {
-      ids: string[];
-      outcomes: Record<string, unknown>;
-    };
-    expect(outcomes).toEqual({
-      [ids[0]]: { state: 'completed', result: 7 },
-      [ids[1]]: { state: 'failed', error: 'no stock' },
-    });
+    await expectChildrenReported(id, 30);
     expect(events.some((event) => event.id === id && event.type === 'suspended')).toBe(false);
   });
 
@@ -367,14 +365,7 @@ describe('waitForJobs', () => {
     await waitFor('the parent to be suspended', async () => (await stateOf(id)) === 'suspended');
     const { waitingFor } = (await app.queue.getJob(id))!;
     expect((waitingFor as { jobs: string[] }).jobs).toHaveLength(2);
-    const { ids, outcomes } = (await app.queue.waitForJob(id, { timeout: 45 })) as {
-      ids: string[];
-      outcomes: Record<string, unknown>;
-    };
-    expect(outcomes).toEqual({
-      [ids[0]]: { state: 'completed', result: 7 },
-      [ids[1]]: { state: 'failed', error: 'no stock' },
-    });
+    await expectChildrenReported(id, 45);
     // No edge was left for jobs outside flows: nothing would ever end or delete it.
     const edges = await db.query(`SELECT 1 FROM jobs."jobDependency" WHERE "jobId" = $1`, [id]);
     expect(edges).toEqual([]);
