@@ -60,24 +60,34 @@ class StepError extends Error {
   }
 }
 
-/** Runs a command to its end, its output kept for the report of a failing step. */
-function run(command, commandArgs, { cwd, env = {} } = {}) {
+/**
+ * Runs a command to its end, its output kept for the report of a failing step. A command still
+ * running after `timeout` ms fails the step, and its whole process group is killed: a test runner
+ * that never exits (a hook timed out and left the app running) must not hold CI until its limit.
+ */
+function run(command, commandArgs, { cwd, env = {}, timeout = 10 * 60_000 } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, commandArgs, { cwd, env: { ...process.env, ...env } });
+    const child = spawn(command, commandArgs, {
+      cwd,
+      env: { ...process.env, ...env },
+      detached: true,
+    });
     let output = '';
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      process.kill(-child.pid, 'SIGKILL');
+    }, timeout);
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
     child.on('error', reject);
-    child.on('close', (code, signal) =>
-      code === 0
-        ? resolve(output)
-        : reject(
-            new StepError(
-              `${command} ${commandArgs.join(' ')} exited with ${code ?? signal}`,
-              output,
-            ),
-          ),
-    );
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const what = `${command} ${commandArgs.join(' ')}`;
+      if (timedOut) reject(new StepError(`${what} did not end within ${timeout / 1000} s`, output));
+      else if (code === 0) resolve(output);
+      else reject(new StepError(`${what} exited with ${code ?? signal}`, output));
+    });
   });
 }
 
@@ -299,7 +309,11 @@ try {
     bootAndEnqueue(app, databaseUrl),
   );
   await step(`npm run test:e2e (${type === 'esm' ? 'Vitest' : 'Jest'})`, () =>
-    run('npm', ['run', 'test:e2e'], { cwd: app, env: { DATABASE_URL: databaseUrl } }),
+    run('npm', ['run', 'test:e2e'], {
+      cwd: app,
+      env: { DATABASE_URL: databaseUrl },
+      timeout: 3 * 60_000,
+    }),
   );
   console.log(
     `[scaffold-check ${type}] passed in ${((performance.now() - started) / 1000).toFixed(0)} s`,

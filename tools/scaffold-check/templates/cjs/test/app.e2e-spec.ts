@@ -16,6 +16,10 @@ const mailer = {
 };
 let db: TestDatabase;
 let app: INestApplication;
+// Booting takes longer than a runner's default hook timeout (5 s in Jest, 10 s in Vitest) on a busy
+// machine, more so where an embedded PostgreSQL must start; a hook that times out leaves the app
+// running, and the runner never exits.
+const BOOT_TIMEOUT = 60_000;
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -29,11 +33,11 @@ beforeAll(async () => {
     .compile();
   app = module.createNestApplication();
   await app.listen(0);
-});
+}, BOOT_TIMEOUT);
 afterAll(async () => {
   await app?.close();
   await db?.drop();
-});
+}, BOOT_TIMEOUT);
 
 async function enqueue(task: string, payload: unknown) {
   const res = await fetch(`${await app.getUrl()}/jobs`, {
