@@ -141,6 +141,38 @@ describe('a fan-out and fan-in flow', () => {
     expect((await app.queue.getJob(flow.jobs.ship))?.flowId).toBe(flow.flowId);
   });
 
+  it("keeps a dependent's own waitUntil, whichever ending releases it", async () => {
+    const later = new Date(Date.now() + 3_600_000);
+    const flow = await app.queue.addFlow({
+      jobs: [
+        { ref: 'done', task: 'flow.step', payload: { value: 1 } },
+        { ref: 'failed', task: 'flow.step', payload: { fail: 'always' } },
+        // Released by the runner's completion statement (completeInFlow)
+        { ref: 'later', task: 'flow.step', waitUntil: later, dependsOn: ['done'] },
+        { ref: 'past', task: 'flow.step', waitUntil: new Date(0), dependsOn: ['done'] },
+        // Released by the flowJobEnded trigger: a failure, its policy 'run'
+        {
+          ref: 'laterAfterFailure',
+          task: 'flow.step',
+          waitUntil: later,
+          dependsOn: ['failed'],
+          onDependencyFailure: 'run',
+        },
+      ],
+    });
+    await waitForStates(flow.jobs, {
+      done: 'completed',
+      failed: 'failed',
+      past: 'completed',
+      later: 'pending',
+      laterAfterFailure: 'pending',
+    });
+    for (const ref of ['later', 'laterAfterFailure']) {
+      expect((await app.queue.getJob(flow.jobs[ref]))?.waitUntil).toEqual(later);
+    }
+    expect(await app.queue.cancelFlow(flow.flowId)).toBe(2);
+  });
+
   it('keeps a dependent blocked, never claimed, until its last dependency ends', async () => {
     const open = gate('slow');
     const flow = await app.queue.addFlow({

@@ -23,7 +23,7 @@ export function flowsSql({ quoted: s }: SchemaName) {
      * Inserts a flow, its jobs and their dependencies in one statement (so one transaction: all or
      * nothing), and notifies `newJob` when a job is due now. A job with dependencies is queued
      * blocked: "blockedBy" their number and "waitUntil" 'infinity', out of every claim's reach until
-     * the trigger makes it due.
+     * its last dependency's ending makes it due at its own "waitUntil" (kept in "blockedWaitUntil").
      */
     insertFlow: sqlStatement(
       `
@@ -37,8 +37,8 @@ export function flowsSql({ quoted: s }: SchemaName) {
                                queue, "groupKey", ref, "onDependencyFailure", "blockedBy", position)
       ), members AS (
         INSERT INTO ${s}."jobFlowMember" ("jobId", "flowId", ref, "dependsOn", "onDependencyFailure",
-                                          "waitUntil", position)
-        SELECT i.id, $1, i.ref, d.refs::text[], i."onDependencyFailure", i."waitUntil", i.position
+                                          position)
+        SELECT i.id, $1, i.ref, d.refs::text[], i."onDependencyFailure", i.position
         FROM input i
         JOIN (SELECT * FROM unnest($16::text[]) WITH ORDINALITY AS x(refs, position)) d
           ON d.position = i.position
@@ -48,11 +48,11 @@ export function flowsSql({ quoted: s }: SchemaName) {
       ), inserted AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", "maxRetries", "isScheduled",
                                awaited, "createdBy", "traceContext", queue, "groupKey", "inFlow",
-                               "blockedBy")
+                               "blockedBy", "blockedWaitUntil")
         SELECT id, task, payload, priority,
                CASE WHEN "blockedBy" > 0 THEN 'infinity' ELSE coalesce("waitUntil", now()) END,
                "maxRetries", "isScheduled", false, $3, $19::jsonb, queue, "groupKey", true,
-               NULLIF("blockedBy", 0)
+               NULLIF("blockedBy", 0), CASE WHEN "blockedBy" > 0 THEN "waitUntil" END
         FROM input ORDER BY position
         RETURNING "waitUntil"
       ), woken AS (

@@ -86,9 +86,7 @@ export function endingSql({ quoted: s }: SchemaName) {
       ), unblocked AS (
         UPDATE ${s}.jobs j
         SET "blockedBy" = j."blockedBy" - c.n,
-            "waitUntil" = CASE WHEN j."blockedBy" <= c.n
-                               THEN GREATEST(now(), (SELECT m."waitUntil" FROM ${s}."jobFlowMember" m
-                                                     WHERE m."jobId" = j.id))
+            "waitUntil" = CASE WHEN j."blockedBy" <= c.n THEN GREATEST(now(), j."blockedWaitUntil")
                                ELSE j."waitUntil" END
         FROM (SELECT "jobId", count(*)::int AS n FROM counted GROUP BY "jobId") c
         -- The array too: the dependents are reached by their key whatever the planner guesses of c.

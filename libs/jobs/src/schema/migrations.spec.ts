@@ -34,7 +34,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       11: 'e896f62ef0ec',
       12: 'eb3380e2916b',
       13: 'e601be451855',
-      14: 'afa409a0f1cf',
+      14: '02793bb3601a',
       15: '92ee580842d3',
     };
     const fingerprints = Object.fromEntries(

@@ -59,6 +59,8 @@ export class JobEntity {
   @column('inFlow', 'boolean', true) inFlow!: boolean | null;
   /** How many of its flow dependencies have not ended: while above 0, it is blocked. */
   @column('blockedBy', 'integer', true) blockedBy!: number | null;
+  /** A blocked job's own `waitUntil` (its `waitUntil` is 'infinity' until it is released). */
+  @column('blockedWaitUntil', 'timestamptz', true) blockedWaitUntil!: Date | null;
   /** What a suspended job waits for (`JobInfo.waitingFor`, as stored); `null` otherwise. */
   @column('waitingFor', 'jsonb', true) waitingFor!: unknown;
 }
