@@ -1,4 +1,9 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { RetentionService } from 'nestjs-pg-jobs';
+import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
+import { idBound } from '../../libs/jobs/src/history-partitions/partition-range.js';
+import { retentionSql } from '../../libs/jobs/src/retention/retention.sql.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import type { JobsApp } from '../support/jobs-app.js';
 import { useTestDatabase } from '../support/test-database.js';
@@ -14,14 +19,18 @@ beforeAll(async () => {
   });
 });
 
+/** A job id made `secondsAgo` ago: its first 48 bits the time, as the library's ids. */
+const idMadeAgo = (secondsAgo: number) =>
+  idBound(Date.now() - secondsAgo * 1000).slice(0, 14) + randomUUID().slice(14);
+
 /** A job's history row that ended `endedAgo` seconds ago, with one step checkpoint; its id. */
 async function endedJobWithStep(endedAgo: number): Promise<string> {
   const [{ id }] = await db.query<{ id: string }>(
     `INSERT INTO jobs."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt", "startedAt", "completedAt")
-     VALUES (gen_random_uuid(), 'stepped', 'completed', 1, 0, now() - make_interval(secs => $1 + 60),
+     VALUES ($2, 'stepped', 'completed', 1, 0, now() - make_interval(secs => $1 + 60),
              now() - make_interval(secs => $1 + 60), now() - make_interval(secs => $1))
      RETURNING id`,
-    [endedAgo],
+    [endedAgo, idMadeAgo(endedAgo + 60)],
   );
   await db.query(
     `INSERT INTO jobs."jobStep" ("jobId", name, position, state, "startedAt", "endedAt", attempt)
@@ -62,4 +71,55 @@ it("deletes a job's steps with its history, old events, and the waits of jobs no
   expect(stepsOf.map((row) => row.jobId)).not.toContain(expired);
   expect(await db.query(`SELECT event FROM jobs."jobEventWait"`)).toEqual([{ event: 'go' }]);
   expect(await db.query(`SELECT name FROM jobs."jobEvent"`)).toEqual([{ name: 'new' }]);
+});
+
+it('finds the checkpoints of expired jobs without visiting those of the jobs it keeps', async () => {
+  // 2,000 kept jobs of the last minutes, with a checkpoint each, and one expired job.
+  await db.query(
+    `WITH kept AS (
+       INSERT INTO jobs."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt", "startedAt", "completedAt")
+       SELECT id::uuid, 'stepped', 'completed', 1, 0, now(), now(), now() FROM unnest($1::text[]) AS t(id)
+       RETURNING id
+     )
+     INSERT INTO jobs."jobStep" ("jobId", name, position, state, "startedAt", "endedAt", attempt)
+     SELECT id, 'load', 0, 'completed', now(), now(), 1 FROM kept`,
+    [Array.from({ length: 2000 }, (_, i) => idMadeAgo(600 - i * 0.1))],
+  );
+  const expired = await endedJobWithStep(2 * HOUR);
+  await db.query(`DELETE FROM jobs."jobHistory" WHERE id = $1`, [expired]);
+  await db.query(`ANALYZE jobs."jobStep"`);
+
+  const { pruneSteps } = retentionSql(toSchemaName('jobs'));
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${pruneSteps}`, [
+      HOUR,
+      1000,
+      idBound(Date.now() - HOUR * 1000),
+    ]);
+    type Node = Record<string, unknown> & { Plans?: Node[] };
+    const nodes = (node: Node): Node[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
+    const scans = nodes(rows[0]['QUERY PLAN'][0].Plan).filter(
+      (node) => node['Relation Name'] === 'jobStep' && node['Node Type'] !== 'Delete',
+    );
+    // The checkpoints each scan of jobStep read, kept or not: the orphans' search and the delete.
+    const visited = scans.map(
+      (node) =>
+        ((node['Actual Rows'] as number) + ((node['Rows Removed by Filter'] as number) ?? 0)) *
+        (node['Actual Loops'] as number),
+    );
+    expect(Math.max(...visited)).toBeLessThanOrEqual(1);
+    expect(
+      (
+        await client.query(`SELECT count(*)::int AS n FROM jobs."jobStep" WHERE "jobId" = $1`, [
+          expired,
+        ])
+      ).rows[0].n,
+    ).toBe(0);
+  } finally {
+    await client.query('ROLLBACK').catch(() => undefined);
+    await client.end();
+  }
 });

@@ -3,7 +3,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Tick } from '../common/tick.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { HistoryPartitions } from '../history-partitions/history-partitions.js';
-import { DEFAULT_PARTITION } from '../history-partitions/partition-range.js';
+import { DEFAULT_PARTITION, idBound } from '../history-partitions/partition-range.js';
 import { JOBS_OPTIONS } from '../options/resolved-options.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { retentionSql } from './retention.sql.js';
@@ -100,9 +100,11 @@ export class RetentionService {
   private async pruneSteps(): Promise<void> {
     const batch = this.options.historyPruneBatchSize;
     for (;;) {
+      const expiration = this.options.historyExpiration;
       const [{ steps }] = await this.db.query<{ steps: number }>(this.sql.pruneSteps, [
-        this.options.historyExpiration,
+        expiration,
         batch,
+        idBound(Date.now() - expiration * 1000),
       ]);
       if (steps < batch || this.stopping) return;
       await yieldToEventLoop();

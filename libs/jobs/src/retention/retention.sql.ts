@@ -102,12 +102,20 @@ export function retentionSql({ quoted: s }: SchemaName) {
      * of jobs no longer suspended (woken by a timeout, or gone), and the events sent more than $1
      * seconds ago. Returns how many checkpoints it deleted: $2 means more may be left.
      *
-     * $1 historyExpiration (seconds) $2 batch size
+     * Only the checkpoints of ids below $3 are looked at, a range of the primary key: a job expires
+     * $1 seconds after its end, so its id, which begins with the time it was made, is older than
+     * that (an id of version 4, from before ids held their time, sorts anywhere: the checkpoints of
+     * such a job, queued before that upgrade and run with steps after this one, may outlive it).
+     * Without the bound, each round walked the checkpoints of every job still kept, two probes
+     * each, to find the few that expired.
+     *
+     * $1 historyExpiration (seconds) $2 batch size $3 the id bound of now − $1
      */
     pruneSteps: `
       WITH orphaned AS (
         SELECT st."jobId", st.name FROM ${s}."jobStep" st
-        WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = st."jobId")
+        WHERE st."jobId" < $3::uuid
+          AND NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = st."jobId")
           AND NOT EXISTS (SELECT 1 FROM ${s}."jobHistory" h WHERE h.id = st."jobId")
         LIMIT $2
         FOR UPDATE SKIP LOCKED
