@@ -1,5 +1,7 @@
-import type { StepFence, StepRow, StepsSql } from './steps.sql.js';
 import type { StatementText } from '../database/sql-statement.js';
+import { StatementBatcher } from '../database/statement-batcher.js';
+import type { BatchedWrite } from '../database/statement-batcher.js';
+import type { StepFence, StepRow, StepsSql } from './steps.sql.js';
 
 /** A checkpoint as one write records it (`StepStore.write`). */
 export interface StepWrite {
@@ -41,12 +43,45 @@ export interface StepQueries {
   query<Row>(statement: StatementText, values: readonly unknown[]): Promise<Row[]>;
 }
 
-/** The steps' statements (`steps.sql.ts`) on the library's database. */
+/** Orders writes by their row's key (job, then name). The sort is stable: one step's stay in order. */
+const compareKeys = (a: PendingStepWrite, b: PendingStepWrite) =>
+  a.fence.id < b.fence.id
+    ? -1
+    : a.fence.id > b.fence.id
+      ? 1
+      : a.step.name < b.step.name
+        ? -1
+        : a.step.name > b.step.name
+          ? 1
+          : 0;
+
+/** A checkpoint waiting for its write. */
+class PendingStepWrite implements BatchedWrite {
+  constructor(
+    readonly fence: StepFence,
+    readonly step: StepWrite,
+    readonly resolve: (recorded: boolean) => void,
+    readonly reject: (err: unknown) => void,
+  ) {}
+}
+
+/**
+ * The steps' statements (`steps.sql.ts`) on the library's database. The checkpoints of steps that
+ * end together, in many jobs, are written in one statement (`StatementBatcher`): a step's write is
+ * a commit, and a commit per step was what a task of quick steps waited on.
+ */
 export class DatabaseStepStore implements StepStore {
+  private readonly writes: StatementBatcher<PendingStepWrite>;
+
   constructor(
     private readonly db: StepQueries,
     private readonly sql: StepsSql,
-  ) {}
+  ) {
+    this.writes = new StatementBatcher(
+      (batch) => this.writeBatch(batch),
+      (a, b) => compareKeys(a, b),
+    );
+  }
 
   async load(fence: StepFence): Promise<{ rows: StepRow[]; now: number }> {
     const { loadSteps } = this.sql;
@@ -54,9 +89,20 @@ export class DatabaseStepStore implements StepStore {
     return { rows, now: rows.length > 0 ? Number(rows[0].now) : Date.now() };
   }
 
-  async write(fence: StepFence, step: StepWrite): Promise<boolean> {
-    const { writeStep } = this.sql;
-    return (await this.db.query(writeStep, writeStep.values({ ...fence, ...step }))).length > 0;
+  write(fence: StepFence, step: StepWrite): Promise<boolean> {
+    return new Promise((resolve, reject) =>
+      this.writes.add(new PendingStepWrite(fence, step, resolve, reject)),
+    );
+  }
+
+  private async writeBatch(batch: readonly PendingStepWrite[]): Promise<void> {
+    const { writeSteps } = this.sql;
+    const rows = await this.db.query<{ id: string; name: string }>(
+      writeSteps,
+      writeSteps.values(batch),
+    );
+    const written = new Set(rows.map((row) => `${row.id} ${row.name}`));
+    for (const entry of batch) entry.resolve(written.has(`${entry.fence.id} ${entry.step.name}`));
   }
 
   async findEvent(name: string): Promise<{ payload: string | null } | undefined> {

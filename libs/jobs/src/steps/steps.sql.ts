@@ -44,34 +44,55 @@ export function stepsSql({ quoted: s }: SchemaName) {
     ),
 
     /**
-     * Writes a step's checkpoint, if the attempt still holds its job: one round trip. Returns no
-     * row when fenced out. A `running` one (a step still running after `STEP_LISTED_AFTER_MS`) has
-     * no end yet. A sleep's or a wait's start is its first suspension's (its `running` row holds
-     * its `until`); any other step's start is its latest try's.
+     * Writes steps' checkpoints, each if its attempt still holds its job: the steps of many jobs
+     * that ended together in one round trip (`DatabaseStepStore`'s batches). Returns the job and
+     * name of each one written; one fenced out returns nothing. A `running` one (a step still running
+     * after `STEP_LISTED_AFTER_MS`) has no end yet. A sleep's or a wait's start is its first
+     * suspension's (its `running` row holds its `until`); any other step's start is its latest
+     * try's. Two writes of one step fail the statement (ON CONFLICT updates a row once): the
+     * batcher then writes its entries one by one, in the order they came.
      */
-    writeStep: preparedStatement(
+    writeSteps: preparedStatement(
       `
       INSERT INTO ${s}."jobStep" AS st ("jobId", name, position, state, value, error, "startedAt",
                                        "endedAt", attempt, "claimToken")
-      SELECT $1, $4, $5, $6, $7::jsonb, $8, $9, CASE WHEN $6 = 'running' THEN NULL ELSE now() END, $2, $3
+      SELECT w.id, w.name, w.position, w.state, w.value, w.error, w."startedAt",
+             CASE WHEN w.state = 'running' THEN NULL ELSE now() END, w.attempt, w.claim
+      FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::text[], $5::int[], $6::text[], $7::jsonb[],
+                  $8::text[], $9::timestamptz[])
+             AS w(id, attempt, claim, name, position, state, value, error, "startedAt")
       WHERE EXISTS (SELECT 1 FROM ${s}."jobHistory" h
-                    WHERE h.id = $1 AND h.attempt = $2 AND h."claimToken" = $3 AND h.state = 'active')
+                    WHERE h.id = w.id AND h.attempt = w.attempt AND h."claimToken" = w.claim
+                      AND h.state = 'active')
       ON CONFLICT ("jobId", name) DO UPDATE
         SET state = EXCLUDED.state, value = EXCLUDED.value, error = EXCLUDED.error,
             "startedAt" = CASE WHEN st.state = 'running' AND st.value IS NOT NULL THEN st."startedAt"
                                ELSE EXCLUDED."startedAt" END,
             "endedAt" = EXCLUDED."endedAt", attempt = EXCLUDED.attempt, "claimToken" = EXCLUDED."claimToken"
-      RETURNING name`,
+      RETURNING st."jobId" AS id, st.name`,
       (
-        p: StepFence & {
-          name: string;
-          position: number;
-          state: StepRow['state'];
-          value: string | null;
-          error: string | null;
-          startedAt: Date;
-        },
-      ) => [p.id, p.attempt, p.claim, p.name, p.position, p.state, p.value, p.error, p.startedAt],
+        writes: readonly {
+          readonly fence: StepFence;
+          readonly step: {
+            readonly name: string;
+            readonly position: number;
+            readonly state: StepRow['state'];
+            readonly value: string | null;
+            readonly error: string | null;
+            readonly startedAt: Date;
+          };
+        }[],
+      ) => [
+        writes.map((w) => w.fence.id),
+        writes.map((w) => w.fence.attempt),
+        writes.map((w) => w.fence.claim),
+        writes.map((w) => w.step.name),
+        writes.map((w) => w.step.position),
+        writes.map((w) => w.step.state),
+        writes.map((w) => w.step.value),
+        writes.map((w) => w.step.error),
+        writes.map((w) => w.step.startedAt),
+      ],
     ),
 
     /**
