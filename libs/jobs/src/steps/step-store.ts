@@ -43,7 +43,7 @@ export interface StepQueries {
   query<Row>(statement: StatementText, values: readonly unknown[]): Promise<Row[]>;
 }
 
-/** Orders writes by their row's key (job, then name). The sort is stable: one step's stay in order. */
+/** Orders writes by their row's key (job, then name); the sort is stable: one step's writes keep their order. */
 const compareKeys = (a: PendingStepWrite, b: PendingStepWrite) =>
   a.fence.id < b.fence.id
     ? -1
@@ -77,10 +77,7 @@ export class DatabaseStepStore implements StepStore {
     private readonly db: StepQueries,
     private readonly sql: StepsSql,
   ) {
-    this.writes = new StatementBatcher(
-      (batch) => this.writeBatch(batch),
-      (a, b) => compareKeys(a, b),
-    );
+    this.writes = new StatementBatcher((batch) => this.writeBatch(batch), compareKeys);
   }
 
   async load(fence: StepFence): Promise<{ rows: StepRow[]; now: number }> {
