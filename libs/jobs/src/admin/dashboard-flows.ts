@@ -7,7 +7,7 @@
  */
 export const FLOWS_SCRIPT = String.raw`
 // The states in the order a job goes through them, for a flow's counts.
-const FLOW_STATES = ["blocked", "pending", "active", "completed", "failed", "interrupted", "cancelled", "skipped"];
+const FLOW_STATES = ["blocked", "pending", "active", "suspended", "completed", "failed", "interrupted", "cancelled", "skipped"];
 const flowLabel = (flow) => flow.name || flow.flowId;
 // A flow may have 10,000 jobs: the page draws its first ones, and says how many it leaves out.
 const SHOWN_FLOW_JOBS = 200;

@@ -5,6 +5,7 @@ describe('flowStateOf', () => {
     [{ completed: 3, blocked: 1 }, 'running'],
     [{ failed: 1, pending: 2 }, 'running'],
     [{ failed: 1, active: 1, cancelled: 2 }, 'running'],
+    [{ completed: 2, suspended: 1 }, 'running'],
     [{ completed: 4 }, 'completed'],
     [{}, 'completed'],
     [{ completed: 1, failed: 1, cancelled: 2 }, 'failed'],

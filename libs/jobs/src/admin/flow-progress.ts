@@ -1,9 +1,10 @@
+import { QUEUED_JOB_STATES } from '../common/job-states.js';
 import type { JobState } from '../common/job-states.js';
 import type { FlowInfo } from '../job-queue/flow-options.interface.js';
 
 /**
  * Where a flow is, as the admin API and the dashboard show it: `running` while one of its jobs is
- * blocked, pending or running; once every job has ended, `failed` if one failed, was interrupted
+ * queued (blocked, pending or suspended) or running; once every job has ended, `failed` if one failed, was interrupted
  * for good or was skipped, else `cancelled` if one was cancelled, else `completed`. A failure comes
  * first: the dependents it cancelled are its consequence, not an operator's cancel.
  *
@@ -34,7 +35,7 @@ export interface FlowProgress {
  */
 export interface ListedFlowInfo extends Omit<FlowInfo, 'jobs'>, FlowProgress {}
 
-const UNENDED: readonly JobState[] = ['blocked', 'pending', 'active'];
+const UNENDED: readonly JobState[] = [...QUEUED_JOB_STATES, 'active'];
 const FAILED: readonly JobState[] = ['failed', 'interrupted', 'skipped'];
 
 /** The state of a flow whose jobs are counted so. */
