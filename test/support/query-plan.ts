@@ -8,6 +8,10 @@ export interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
   'Index Name'?: string;
+  /** With `ANALYZE` (`executedPlanNodes`): the rows it returned per loop, and its loops. */
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
   Plans?: PlanNode[];
 }
 
@@ -24,16 +28,38 @@ export async function planNodes(
   settings?: string,
 ): Promise<PlanNode[]> {
   const explain = `EXPLAIN (FORMAT JSON) ${text}`;
-  type Explained = { 'QUERY PLAN': [{ Plan: PlanNode }] };
   if (settings === undefined) {
     const [{ 'QUERY PLAN': explained }] = await db.query<Explained>(explain, values);
     return flatten(explained[0].Plan);
   }
+  return explainRolledBack(db, explain, values, settings);
+}
+
+/**
+ * Every node of the plan `text` ran with, its actual rows and loops (`EXPLAIN ANALYZE`), flattened:
+ * the statement runs in a transaction that is rolled back, so what it writes is undone.
+ */
+export function executedPlanNodes(
+  db: TestDatabase,
+  text: string,
+  values: unknown[],
+): Promise<PlanNode[]> {
+  return explainRolledBack(db, `EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values);
+}
+
+type Explained = { 'QUERY PLAN': [{ Plan: PlanNode }] };
+
+async function explainRolledBack(
+  db: TestDatabase,
+  explain: string,
+  values: unknown[],
+  settings?: string,
+): Promise<PlanNode[]> {
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   try {
     await client.query('BEGIN');
-    await client.query(settings);
+    if (settings !== undefined) await client.query(settings);
     const { rows } = await client.query<Explained>(explain, values);
     return flatten(rows[0]['QUERY PLAN'][0].Plan);
   } finally {
