@@ -43,17 +43,11 @@ export interface StepQueries {
   query<Row>(statement: StatementText, values: readonly unknown[]): Promise<Row[]>;
 }
 
+const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 /** Orders writes by their row's key (job, then name); the sort is stable: one step's writes keep their order. */
 const compareKeys = (a: PendingStepWrite, b: PendingStepWrite) =>
-  a.fence.id < b.fence.id
-    ? -1
-    : a.fence.id > b.fence.id
-      ? 1
-      : a.step.name < b.step.name
-        ? -1
-        : a.step.name > b.step.name
-          ? 1
-          : 0;
+  byText(a.fence.id, b.fence.id) || byText(a.step.name, b.step.name);
 
 /** A checkpoint waiting for its write. */
 class PendingStepWrite implements BatchedWrite {
