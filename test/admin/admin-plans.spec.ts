@@ -62,6 +62,17 @@ beforeAll(async () => {
 const sql = adminSql(toSchemaName('jobs'));
 const metrics = metricsSql(toSchemaName('jobs'));
 const PAGE = [51, 0];
+const NO_CURSOR = [null, null];
+
+/** The search's nine values ($1-$9, `searchValues`), any job but for the fields given. */
+function search(fields: { task?: string; errorPattern?: string; idFrom?: string; idTo?: string }) {
+  const { task = null, errorPattern = null, idFrom = null, idTo = null } = fields;
+  return [task, null, null, null, null, errorPattern, idFrom, idTo, null];
+}
+const ANY = search({});
+/** The first and last ids of the prefix "0193a4". */
+const ID_FROM = '0193a400-0000-0000-0000-000000000000';
+const ID_TO = '0193a4ff-ffff-ffff-ffff-ffffffffffff';
 
 /** An index of "completedAt": the planner takes either for a window of it (both are ranges). */
 const ENDED_AT = /^job_history_(state_)?ended_at$/;
@@ -75,24 +86,69 @@ const ENDED_AT = /^job_history_(state_)?ended_at$/;
 it.each([
   ['stats (ended in the last 60 minutes)', ENDED_AT, sql.stats, [60]],
   ['throughput (last 60 minutes)', ENDED_AT, sql.throughput, [60]],
-  ['list of completed jobs', ENDED_AT, sql.listEnded, ['completed', null, ...PAGE]],
-  ['list of failed jobs', /^job_history_state_ended_at$/, sql.listEnded, ['failed', null, ...PAGE]],
+  ['list of completed jobs', ENDED_AT, sql.listEnded, [...ANY, 'completed', ...PAGE, ...NO_CURSOR]],
+  [
+    'list of failed jobs',
+    /^job_history_state_ended_at$/,
+    sql.listEnded,
+    [...ANY, 'failed', ...PAGE, ...NO_CURSOR],
+  ],
   [
     'list of cancelled jobs of one task',
     /^job_history_state_ended_at$/,
     sql.listEnded,
-    ['cancelled', 'task3', ...PAGE],
+    [...search({ task: 'task3' }), 'cancelled', ...PAGE, ...NO_CURSOR],
   ],
   [
     'list of interrupted jobs (none)',
     /^job_history_state_ended_at$/,
     sql.listEnded,
-    ['interrupted', null, ...PAGE],
+    [...ANY, 'interrupted', ...PAGE, ...NO_CURSOR],
   ],
-  ['list of running jobs', /^job_history_active$/, sql.listActive, [null, ...PAGE]],
-  ['list of every job', /^job_history_ended_at$/, sql.listAll, [null, ...PAGE]],
-  ['list of pending jobs', /^jobHistory_pkey$/, sql.listPending, [null, ...PAGE, false]],
-  ['list of blocked jobs', /^jobHistory_pkey$/, sql.listPending, [null, ...PAGE, true]],
+  [
+    'search of failed jobs by their error',
+    /^job_history_state_ended_at$/,
+    sql.listEnded,
+    [...search({ errorPattern: '%printer%' }), 'failed', ...PAGE, ...NO_CURSOR],
+  ],
+  [
+    'next page of failed jobs',
+    /^job_history_state_ended_at$/,
+    sql.listEnded,
+    [
+      ...ANY,
+      'failed',
+      ...PAGE,
+      '2026-12-05 04:00:00.123456+00',
+      '00000000-0000-4000-8000-000000000000',
+    ],
+  ],
+  [
+    'search of every job by an id prefix',
+    /^jobHistory_pkey$/,
+    sql.listAll,
+    [...search({ idFrom: ID_FROM, idTo: ID_TO }), ...PAGE, ...NO_CURSOR],
+  ],
+  ['list of running jobs', /^job_history_active$/, sql.listActive, [...ANY, ...PAGE, ...NO_CURSOR]],
+  ['list of every job', /^job_history_ended_at$/, sql.listAll, [...ANY, ...PAGE, ...NO_CURSOR]],
+  [
+    'list of pending jobs',
+    /^jobHistory_pkey$/,
+    sql.listPending,
+    [...ANY, 'pending', ...PAGE, null, null, null],
+  ],
+  [
+    'list of blocked jobs',
+    /^jobHistory_pkey$/,
+    sql.listPending,
+    [...ANY, 'blocked', ...PAGE, null, null, null],
+  ],
+  [
+    'count of failed jobs by their error',
+    /^job_history_state_ended_at$/,
+    sql.countEnded,
+    [...search({ errorPattern: '%printer%' }), 'failed', 10_001],
+  ],
   ['list of flows', /^jobHistory_pkey$/, sql.listFlows, [21, 0]],
   ['one job', /^jobHistory_pkey$/, sql.history, ['00000000-0000-4000-8000-000000000000']],
   ['metrics: active jobs', /^job_history_active$/, metrics.active, []],
@@ -114,7 +170,12 @@ it("lists flows latest first from job_flow_created_at, reading only the page's f
 
 it('chooses a page of one state and task from the index alone, visiting only the rows shown', async () => {
   // task3 has no failed job in this history: the whole state is skipped through, never read.
-  const all = await plan(sql.listEnded, ['failed', 'task3', ...PAGE]);
+  const all = await plan(sql.listEnded, [
+    ...search({ task: 'task3' }),
+    'failed',
+    ...PAGE,
+    ...NO_CURSOR,
+  ]);
   expect(all.filter((node) => node['Index Name'] === 'job_history_state_ended_at')).toEqual([
     expect.objectContaining({ 'Node Type': 'Index Only Scan' }),
   ]);

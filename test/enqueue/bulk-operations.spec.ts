@@ -183,6 +183,52 @@ it("takes only the jobs of the filter's queue", async () => {
   expect(await queued()).toEqual([]);
 });
 
+it('takes only the jobs whose last error contains the text, in any case, % and _ as plain characters', async () => {
+  await db.query(
+    `INSERT INTO jobs."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt", "completedAt", "lastErrorMessage")
+     SELECT gen_random_uuid(), 'nobody', 'failed', 1, 0, now(), now() - interval '1 minute', e
+     FROM unnest(ARRAY['connect ECONNREFUSED 10.0.0.1:5432', 'Connect econnrefused',
+                       'disk 100% full', 'disk 1000 full', 'bad_key', 'badkey']) AS e`,
+  );
+  const retriedErrors = async () =>
+    (
+      await db.query<{ error: string }>(
+        `SELECT h."lastErrorMessage" AS error FROM jobs.jobs j JOIN jobs."jobHistory" h ON h.id = j.id
+         ORDER BY 1`,
+      )
+    ).map((row) => row.error);
+  expect(await app.queue.retryJobs({ error: 'ECONNrefused' })).toBe(2);
+  expect(await app.queue.retryJobs({ error: '100%' })).toBe(1);
+  expect(await app.queue.retryJobs({ error: 'd_k' })).toBe(1);
+  expect(await retriedErrors()).toEqual([
+    'Connect econnrefused',
+    'bad_key',
+    'connect ECONNREFUSED 10.0.0.1:5432',
+    'disk 100% full',
+  ]);
+  // A queued job's error is its previous attempt's.
+  expect(await app.queue.cancelJobs({ error: 'econnrefused', state: 'pending' })).toBe(2);
+  expect(await retriedErrors()).toEqual(['bad_key', 'disk 100% full']);
+});
+
+it('takes only the jobs of the group, and those enqueued from `after` on', async () => {
+  const grouped = await app.queue.addJob({
+    task: 'flaky',
+    waitUntil: later(),
+    groupKey: 'tenant-7',
+  });
+  const other = await app.queue.addJob({ task: 'flaky', waitUntil: later(), groupKey: 'tenant-8' });
+  const old = await app.queue.addJob({ task: 'flaky', waitUntil: later() });
+  await db.query(`UPDATE jobs.jobs SET "createdAt" = now() - interval '1 day' WHERE id = $1`, [
+    old.id,
+  ]);
+  expect(await app.queue.cancelJobs({ groupKey: 'tenant-7' })).toBe(1);
+  expect(await app.queue.cancelJobs({ after: new Date(Date.now() - 3600_000) })).toBe(1);
+  expect(await stateOf(grouped.id)).toBe('cancelled');
+  expect(await stateOf(other.id)).toBe('cancelled');
+  expect(await stateOf(old.id)).toBe('pending');
+});
+
 it('counts the jobs each instance cancelled and retried', async () => {
   const counts = async () => {
     const metrics = parsePrometheusText(await app.app.get(JobsMetricsService).metrics());
@@ -210,6 +256,11 @@ it.each([
   ['cancelJobs', { before: 'yesterday' }, /"before" must be a valid Date; got "yesterday"/],
   ['cancelJobs', { queue: '' }, /"queue" must be a non-empty string/],
   ['cancelJobs', { tenant: 'a' }, /"tenant" is not an option/],
+  ['cancelJobs', { groupKey: 7 }, /"groupKey" must be a non-empty string/],
+  ['retryJobs', { error: '' }, /"error" must be text of 1 to 200 characters/],
+  ['retryJobs', { error: 'x'.repeat(201) }, /"error" must be text of 1 to 200 characters/],
+  ['retryJobs', { error: 'a\0b' }, /"error" must be text of 1 to 200 characters/],
+  ['retryJobs', { after: new Date(NaN) }, /"after" must be a valid Date/],
   ['retryJobs', 'failed', /"\(options\)" must be an object/],
 ] as const)(
   '%s throws InvalidJobFilterError for %j, and changes nothing',

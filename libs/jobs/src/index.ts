@@ -193,7 +193,13 @@ export { JobsAdminModule } from './admin/jobs-admin.module.js';
 export { JobsAdminService } from './admin/jobs-admin.service.js';
 export type { ListedJobInfo, TaskStats } from './admin/jobs-admin.service.js';
 export type { TaskInfo } from './admin/task-list.js';
-export type { FlowListQuery, JobListQuery } from './admin/admin-input.js';
+export type {
+  FlowListQuery,
+  JobCountQuery,
+  JobListCursor,
+  JobListQuery,
+  JobSearch,
+} from './admin/admin-input.js';
 export type { FlowProgress, FlowState, ListedFlowInfo } from './admin/flow-progress.js';
 export type { JobsAdminModuleOptions } from './admin/jobs-admin-options.interface.js';
 

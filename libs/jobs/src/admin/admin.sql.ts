@@ -1,6 +1,7 @@
 import type { SchemaName } from '../database/schema-name.js';
 import { queuedJobState, queuedWaitUntil } from '../common/job-states.js';
 import { flowJobState } from '../job-queue/flows.sql.js';
+import { filterSql } from '../job-queue/job-filter.sql.js';
 
 /**
  * The longest preview a list gives of a job's payload, error or result, in characters (`…`
@@ -62,16 +63,33 @@ export function adminSql({ quoted: s }: SchemaName) {
     ${queuedWaitUntil('j')} AS "waitUntil", j."createdAt", h."startedAt",
     h."completedAt", ${textPreview('h."lastErrorMessage"')} AS "lastErrorPreview", h."executedBy",
     ${progressPreview} AS "progressPreview", j.queue, j."groupKey", NULL::text AS "resultPreview", COALESCE(h.snoozes, 0) AS snoozes,
-    CASE WHEN h.state = 'snoozed' THEN j."waitUntil" END AS "snoozedUntil", j."inFlow", j."createdAt" AS "sortAt"`;
+    CASE WHEN h.state = 'snoozed' THEN j."waitUntil" END AS "snoozedUntil", j."inFlow", j."createdAt" AS "sortAt",
+    j."createdAt"::text AS "cursorAt"`;
   const historyColumns = (sortAt: string) => `
     h.id, h.task, h.state, ${jsonPreview('h.payload', PAYLOAD_PREVIEW_STORED_BYTES)} AS "payloadPreview",
     h.priority, h.attempt, h."maxRetries", NULL::timestamptz AS "waitUntil", h."createdAt",
     h."startedAt", h."completedAt", ${textPreview('h."lastErrorMessage"')} AS "lastErrorPreview", h."executedBy",
     ${progressPreview} AS "progressPreview", h.queue, h."groupKey",
-    ${resultPreview} AS "resultPreview", h.snoozes, NULL::timestamptz AS "snoozedUntil", h."inFlow", ${sortAt} AS "sortAt"`;
+    ${resultPreview} AS "resultPreview", h.snoozes, NULL::timestamptz AS "snoozedUntil", h."inFlow", ${sortAt} AS "sortAt",
+    ${sortAt}::text AS "cursorAt"`;
   const notQueuedAs = (alias: string) =>
     `NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = ${alias}.id)`;
   const notQueued = notQueuedAs('h');
+  /*
+   * The search, $1 to $9: the filter of the bulk calls ($1-$6, `filterSql`, so that a count is
+   * what a bulk action on the same filter takes), an id range ($7, $8: a prefix's first and last
+   * ids) and a flow ($9). Each statement's own parameters follow, from $10.
+   */
+  const search = (alias: string, table: 'jobs' | 'jobHistory') =>
+    `${filterSql(s, alias, table, 1)}
+     AND ($7::uuid IS NULL OR ${alias}.id BETWEEN $7 AND $8::uuid)
+     AND ($9::uuid IS NULL OR EXISTS (SELECT 1 FROM ${s}."jobFlowMember" m
+                                      WHERE m."flowId" = $9 AND m."jobId" = ${alias}.id))`;
+  const matchingJobs = (alias: string) => search(alias, 'jobs');
+  const matchingHistory = (alias: string) => search(alias, 'jobHistory');
+  /** Rows after the cursor ($n a time, $n+1 an id) in the order `at` DESC, id. */
+  const after = (at: string, alias: string, n: number) =>
+    `($${n}::timestamptz IS NULL OR ${at} < $${n} OR (${at} = $${n} AND ${alias}.id > $${n + 1}::uuid))`;
   /*
    * A listed job's flow, joined to the rows of a page once it is cut: a primary-key probe of
    * "jobFlowMember" per flow job shown ("inFlow" is NULL for every other job).
@@ -97,78 +115,116 @@ export function adminSql({ quoted: s }: SchemaName) {
    */
   return {
     /**
-     * Queued jobs in state $4 (pending, blocked in a flow, or suspended), in claim order
-     * (jobs_claim_order: a blocked job's "waitUntil" is 'infinity', so blocked jobs come after the
-     * pending ones of their priority). $1 task (or null) $2 limit $3 offset $4 state
+     * Queued jobs in state $10 (pending, blocked in a flow, or suspended) matching the search, in
+     * claim order (jobs_claim_order: a blocked job's "waitUntil" is 'infinity', so blocked jobs
+     * come after the pending ones of their priority), after the cursor ($13 priority, $14
+     * "waitUntil", $15 seq) when there is one. $11 limit $12 offset
      */
     listPending: `
-      SELECT ${pendingColumns}, fm."flowId"
+      SELECT ${pendingColumns}, j."waitUntil"::text AS "cursorWaitUntil", j.seq::text AS "cursorSeq",
+             fm."flowId"
       FROM (SELECT * FROM ${s}.jobs q
-            WHERE ($1::text IS NULL OR task = $1) AND ${queuedJobState('q')} = $4::text
+            WHERE ${matchingJobs('q')} AND ${queuedJobState('q')} = $10::text
+              AND ($13::int IS NULL OR q.priority < $13
+                   OR (q.priority = $13 AND (q."waitUntil", q.seq) > ($14::timestamptz, $15::bigint)))
             ORDER BY priority DESC, "waitUntil", seq
-            LIMIT $2 OFFSET $3) AS j
+            LIMIT $11 OFFSET $12) AS j
       LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
       ${flowOf('j')}
       ORDER BY j.priority DESC, j."waitUntil", j.seq`,
 
-    /** Running attempts, latest started first. $1 task (or null) $2 limit $3 offset */
+    /**
+     * Running attempts matching the search, latest started first, after the cursor ($12, $13).
+     * $10 limit $11 offset
+     */
     listActive: `
       SELECT ${historyColumns('h."startedAt"')}, fm."flowId"
-      FROM (SELECT * FROM ${s}."jobHistory"
-            WHERE state = 'active' AND ($1::text IS NULL OR task = $1)
+      FROM (SELECT * FROM ${s}."jobHistory" a
+            WHERE a.state = 'active' AND ${matchingHistory('a')} AND ${after('a."startedAt"', 'a', 12)}
             ORDER BY "startedAt" DESC, id
-            LIMIT $2 OFFSET $3) AS h
+            LIMIT $10 OFFSET $11) AS h
       ${flowOf('h')}
       ORDER BY h."startedAt" DESC, h.id`,
 
     /**
-     * Jobs that ended in state $1, latest first. The page is chosen from the index alone
+     * Jobs that ended in state $10 matching the search, latest first, after the cursor ($13, $14).
+     * Without other conditions than the task, the page is chosen from the index alone
      * (job_history_state_ended_at holds the task and the id), so a task filter that matches few
      * rows skips the others without visiting them; only the page's rows are then read.
-     * $1 state $2 task (or null) $3 limit $4 offset
+     * $11 limit $12 offset
      */
     listEnded: `
       SELECT ${historyColumns('h."completedAt"')}, fm."flowId"
       FROM (SELECT p.id FROM ${s}."jobHistory" p
-            WHERE p.state = $1 AND p."completedAt" IS NOT NULL AND ($2::text IS NULL OR p.task = $2)
-              AND ${notQueuedAs('p')}
+            WHERE p.state = $10 AND p."completedAt" IS NOT NULL AND ${matchingHistory('p')}
+              AND ${notQueuedAs('p')} AND ${after('p."completedAt"', 'p', 13)}
             ORDER BY p."completedAt" DESC, p.id
-            LIMIT $3 OFFSET $4) AS page
+            LIMIT $11 OFFSET $12) AS page
       JOIN ${s}."jobHistory" h ON h.id = page.id
       ${flowOf('h')}
       ORDER BY h."completedAt" DESC, h.id`,
 
     /**
-     * Every job, latest activity first: the three sources each give their first $2 + $3 rows in
-     * index order (no page can need more of any one), merged and paged; the page's flow jobs then
-     * get their flow. $1 task (or null) $2 limit $3 offset
+     * Every job matching the search, latest activity first, after the cursor ($12, $13): the
+     * three sources each give their first $10 + $11 rows in index order (no page can need more of
+     * any one), merged and paged; the page's flow jobs then get their flow. $10 limit $11 offset
      */
     listAll: `
       SELECT listed.*, fm."flowId" FROM (
       SELECT * FROM (
         (SELECT ${pendingColumns}
-         FROM (SELECT * FROM ${s}.jobs
-               WHERE ($1::text IS NULL OR task = $1)
+         FROM (SELECT * FROM ${s}.jobs q
+               WHERE ${matchingJobs('q')} AND ${after('q."createdAt"', 'q', 12)}
                ORDER BY "createdAt" DESC, id
-               LIMIT $2::int + $3::int) AS j
+               LIMIT $10::int + $11::int) AS j
          LEFT JOIN ${s}."jobHistory" h ON h.id = j.id)
         UNION ALL
         (SELECT ${historyColumns('h."startedAt"')}
          FROM ${s}."jobHistory" h
-         WHERE h.state = 'active' AND ($1::text IS NULL OR h.task = $1)
+         WHERE h.state = 'active' AND ${matchingHistory('h')} AND ${after('h."startedAt"', 'h', 12)}
          ORDER BY h."startedAt" DESC, h.id
-         LIMIT $2::int + $3::int)
+         LIMIT $10::int + $11::int)
         UNION ALL
         (SELECT ${historyColumns('h."completedAt"')}
          FROM ${s}."jobHistory" h
-         WHERE h."completedAt" IS NOT NULL AND ($1::text IS NULL OR h.task = $1) AND ${notQueued}
+         WHERE h."completedAt" IS NOT NULL AND ${matchingHistory('h')} AND ${notQueued}
+           AND ${after('h."completedAt"', 'h', 12)}
          ORDER BY h."completedAt" DESC, h.id
-         LIMIT $2::int + $3::int)
+         LIMIT $10::int + $11::int)
       ) AS merged
       ORDER BY "sortAt" DESC, id
-      LIMIT $2 OFFSET $3) AS listed
+      LIMIT $10 OFFSET $11) AS listed
       ${flowOf('listed')}
       ORDER BY listed."sortAt" DESC, listed.id`,
+
+    /** How many queued jobs in state $10 match the search, counting at most $11. */
+    countPending: `
+      SELECT count(*)::int AS count FROM (
+        SELECT 1 FROM ${s}.jobs q
+        WHERE ${matchingJobs('q')} AND ${queuedJobState('q')} = $10::text LIMIT $11) AS c`,
+
+    /** How many running jobs match the search, counting at most $10. */
+    countActive: `
+      SELECT count(*)::int AS count FROM (
+        SELECT 1 FROM ${s}."jobHistory" a
+        WHERE a.state = 'active' AND ${matchingHistory('a')} LIMIT $10) AS c`,
+
+    /** How many jobs that ended in state $10 match the search, counting at most $11. */
+    countEnded: `
+      SELECT count(*)::int AS count FROM (
+        SELECT 1 FROM ${s}."jobHistory" p
+        WHERE p.state = $10 AND p."completedAt" IS NOT NULL AND ${matchingHistory('p')}
+          AND ${notQueuedAs('p')} LIMIT $11) AS c`,
+
+    /** How many jobs in any state match the search, counting at most $10 of each source. */
+    countAll: `
+      SELECT (SELECT count(*) FROM (SELECT 1 FROM ${s}.jobs q WHERE ${matchingJobs('q')} LIMIT $10) AS c)::int
+           + (SELECT count(*) FROM (SELECT 1 FROM ${s}."jobHistory" h
+                                    WHERE h.state = 'active' AND ${matchingHistory('h')} LIMIT $10) AS c)::int
+           + (SELECT count(*) FROM (SELECT 1 FROM ${s}."jobHistory" h
+                                    WHERE h."completedAt" IS NOT NULL AND ${matchingHistory('h')}
+                                      AND ${notQueued} LIMIT $10) AS c)::int
+             AS count`,
 
     /** The history row of a job (its last attempt), whatever its state. $1 id */
     history: `SELECT * FROM ${s}."jobHistory" WHERE id = $1`,

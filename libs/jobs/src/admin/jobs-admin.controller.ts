@@ -16,6 +16,7 @@ import {
   parseFlowId,
   parseFlowListQuery,
   parseJobFilter,
+  parseJobCountQuery,
   parseJobId,
   parseJobListQuery,
   parseMinutes,
@@ -61,6 +62,11 @@ export function createAdminController(
     @Get('api/jobs')
     jobs(@Query() query: Query) {
       return this.admin.listJobs(parseJobListQuery(query));
+    }
+
+    @Get('api/jobs/count')
+    count(@Query() query: Query) {
+      return this.admin.countJobs(parseJobCountQuery(query));
     }
 
     @Get('api/jobs/:id')

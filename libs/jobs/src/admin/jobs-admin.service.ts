@@ -9,11 +9,19 @@ import { JobsDatabase } from '../database/jobs-database.js';
 import { UnknownScheduleError } from '../errors/jobs.errors.js';
 import type { CancelJobsFilter, RetryJobsFilter } from '../job-queue/job-filter.interface.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
-import type { JobInfo } from '../job-queue/job-info.interface.js';
+import type { JobInfo, JobState } from '../job-queue/job-info.interface.js';
 import type { QueueInfo } from '../queue-state/queue-info.interface.js';
 import { JobQueueService } from '../job-queue/job-queue.service.js';
 import { DEFAULT_STATS_MINUTES } from './admin-input.js';
-import type { FlowListQuery, JobListQuery } from './admin-input.js';
+import { encodeCursor } from './admin-input.js';
+import type {
+  FlowListQuery,
+  JobCountQuery,
+  JobListCursor,
+  JobListQuery,
+  JobSearch,
+} from './admin-input.js';
+import { errorPattern, filterValues } from '../job-queue/job-filter.sql.js';
 import { AdminFlows } from './admin-flows.js';
 import type { FlowInfo } from '../job-queue/flow-options.interface.js';
 import type { FlowProgress, ListedFlowInfo } from './flow-progress.js';
@@ -89,7 +97,46 @@ export interface ListedJobInfo extends Omit<
  * A listed row carries the key it was sorted by and whether it is in a flow (its `flowId` says
  * which), which the API leaves out.
  */
-type ListedJob = ListedJobInfo & { sortAt?: Date; inFlow?: boolean | null };
+type ListedJob = ListedJobInfo & {
+  sortAt?: Date;
+  inFlow?: boolean | null;
+  /** The sort key as the database writes it (a Date would lose its microseconds). */
+  cursorAt: string;
+  cursorWaitUntil?: string;
+  cursorSeq?: string;
+};
+
+/** The most a count goes to: past it, a count would read a big history for a number nobody needs. */
+export const COUNT_CAP = 10_000;
+
+/** The search's values, `$1` to `$9` of every list and count (see `adminSql`). */
+function searchValues(search: JobSearch): unknown[] {
+  const { task, queue, groupKey, error, after, before, idPrefix, flowId } = search;
+  const filter = filterValues({
+    task,
+    queue,
+    groupKey,
+    createdAfter: after,
+    createdBefore: before,
+    errorPattern: error === null ? null : errorPattern(error),
+  });
+  // A prefix is a range of ids: its first and last, the rest of their hex digits 0 and f.
+  const hex = idPrefix?.replaceAll('-', '');
+  const idRange =
+    hex === undefined ? [null, null] : [asUuid(hex.padEnd(32, '0')), asUuid(hex.padEnd(32, 'f'))];
+  return [...filter, ...idRange, flowId];
+}
+
+function asUuid(hex: string): string {
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** Where the page after `last` starts, in the order of the list of `state`. */
+function cursorAfter(last: ListedJob, state: JobState | undefined): JobListCursor {
+  return state !== undefined && isQueuedState(state)
+    ? { priority: last.priority, waitUntil: last.cursorWaitUntil!, seq: last.cursorSeq! }
+    : { at: last.cursorAt, id: last.id };
+}
 
 const COUNTS = [
   'pending',
@@ -130,28 +177,73 @@ export class JobsAdminService implements OnModuleInit {
     this.flows = new AdminFlows(this.db, this.sql, this.queue);
   }
 
-  async listJobs(query: JobListQuery): Promise<{ jobs: ListedJobInfo[]; hasMore: boolean }> {
-    const { state, task = null, limit, offset } = query;
+  /**
+   * A page of the jobs matching the search, in the list's order (claim order for a queued state,
+   * latest first otherwise); `next` is the cursor of the page after it, `null` on the last one.
+   */
+  async listJobs(
+    query: JobListQuery,
+  ): Promise<{ jobs: ListedJobInfo[]; hasMore: boolean; next: string | null }> {
+    const { state, limit, offset, cursor } = query;
+    const search = searchValues(query.search);
     // One row more than asked tells whether there is a next page without counting the table.
     const page = [limit + 1, offset];
+    const at = cursor && 'at' in cursor ? [cursor.at, cursor.id] : [null, null];
     const rows = await (state === undefined
-      ? this.db.query<ListedJob>(this.sql.listAll, [task, ...page])
+      ? this.db.query<ListedJob>(this.sql.listAll, [...search, ...page, ...at])
       : isQueuedState(state)
-        ? this.db.query<ListedJob>(this.sql.listPending, [task, ...page, state])
+        ? this.db.query<ListedJob>(this.sql.listPending, [
+            ...search,
+            state,
+            ...page,
+            ...(cursor && 'seq' in cursor
+              ? [cursor.priority, cursor.waitUntil, cursor.seq]
+              : [null, null, null]),
+          ])
         : state === 'active'
-          ? this.db.query<ListedJob>(this.sql.listActive, [task, ...page])
-          : this.db.query<ListedJob>(this.sql.listEnded, [state, task, ...page]));
-    const jobs = rows.slice(0, limit).map(({ sortAt: _sortAt, inFlow: _inFlow, ...job }) => ({
-      ...job,
-      payloadPreview: boundPreview(job.payloadPreview)!,
-      lastErrorPreview: boundPreview(job.lastErrorPreview),
-      resultPreview: boundPreview(job.resultPreview),
-      progressPreview: boundPreview(job.progressPreview),
-      ...(isQueuedState(job.state) && {
-        queue: this.tasks.pendingQueueOf(job.task, job.queue),
+          ? this.db.query<ListedJob>(this.sql.listActive, [...search, ...page, ...at])
+          : this.db.query<ListedJob>(this.sql.listEnded, [...search, state, ...page, ...at]));
+    const listed = rows.slice(0, limit);
+    const last = listed.at(-1);
+    const jobs = listed.map(
+      ({
+        sortAt: _sortAt,
+        cursorAt: _cursorAt,
+        cursorWaitUntil: _cursorWaitUntil,
+        cursorSeq: _cursorSeq,
+        inFlow: _inFlow,
+        ...job
+      }) => ({
+        ...job,
+        payloadPreview: boundPreview(job.payloadPreview)!,
+        lastErrorPreview: boundPreview(job.lastErrorPreview),
+        resultPreview: boundPreview(job.resultPreview),
+        progressPreview: boundPreview(job.progressPreview),
+        ...(isQueuedState(job.state) && {
+          queue: this.tasks.pendingQueueOf(job.task, job.queue),
+        }),
       }),
-    }));
-    return { jobs, hasMore: rows.length > limit };
+    );
+    const hasMore = rows.length > limit;
+    return { jobs, hasMore, next: hasMore && last ? encodeCursor(cursorAfter(last, state)) : null };
+  }
+
+  /**
+   * How many jobs match the search, counted up to 10,000 (`capped` when there are more): what a
+   * bulk retry or cancel of the same filter takes, without reading the whole history to say so.
+   */
+  async countJobs(query: JobCountQuery): Promise<{ count: number; capped: boolean }> {
+    const { state } = query;
+    const search = searchValues(query.search);
+    const cap = COUNT_CAP + 1;
+    const [{ count }] = await (state === undefined
+      ? this.db.query<{ count: number }>(this.sql.countAll, [...search, cap])
+      : isQueuedState(state)
+        ? this.db.query<{ count: number }>(this.sql.countPending, [...search, state, cap])
+        : state === 'active'
+          ? this.db.query<{ count: number }>(this.sql.countActive, [...search, cap])
+          : this.db.query<{ count: number }>(this.sql.countEnded, [...search, state, cap]));
+    return { count: Math.min(count, COUNT_CAP), capped: count > COUNT_CAP };
   }
 
   /** The job and its history row (the record of its last attempt). */

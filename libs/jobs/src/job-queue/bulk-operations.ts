@@ -56,15 +56,14 @@ export class BulkOperations {
   ) {}
 
   async cancelJobs(filter: CancelJobsFilter): Promise<number> {
-    const { task, queue, states, before } = validateJobFilter(filter, CANCELLABLE, CANCELLABLE);
+    const { states, ...validated } = validateJobFilter(filter, CANCELLABLE, CANCELLABLE);
     // Only jobs enqueued before the call: a producer adding jobs meanwhile cannot keep it going.
     const now = await this.databaseNow();
-    const bound = before !== null && before < now ? before : now;
+    const { createdBefore: before } = validated;
+    const createdBefore = before !== null && before < now ? before : now;
     let cancelled = 0;
     const batch = {
-      task,
-      createdBefore: bound,
-      queue,
+      filter: { ...validated, createdBefore },
       channel: this.channel,
       limit: BULK_BATCH_SIZE,
     };
@@ -90,20 +89,14 @@ export class BulkOperations {
   }
 
   async retryJobs(filter: RetryJobsFilter): Promise<number> {
-    const { task, queue, states, before } = validateJobFilter(
-      filter,
-      RETRYABLE,
-      RETRIED_BY_DEFAULT,
-    );
+    const { states, ...validated } = validateJobFilter(filter, RETRYABLE, RETRIED_BY_DEFAULT);
     // Only jobs that ended before the call: one that fails again meanwhile is not taken twice.
     const now = await this.databaseNow();
     const { retryJobs } = this.sql;
     return this.inBatches(
       retryJobs,
       retryJobs.values({
-        task,
-        createdBefore: before,
-        queue,
+        filter: validated,
         states,
         endedAtOrBefore: now,
         createdBy: this.options.instanceId,

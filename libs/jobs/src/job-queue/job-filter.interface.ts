@@ -14,10 +14,19 @@ export interface JobFilter<State extends JobState> {
    * queue its enqueuing instance knew for its task (`default` for a cron job until it starts).
    */
   queue?: string;
+  /** Only the jobs of this group (`groupKey`). */
+  groupKey?: string;
   /** Only the jobs in this state, or in one of these. */
   state?: State | readonly State[];
   /** Only the jobs enqueued before this time (the job's `createdAt`, kept across its attempts). */
   before?: Date;
+  /** Only the jobs enqueued at or after this time. */
+  after?: Date;
+  /**
+   * Only the jobs whose last error contains this text, in any case (a queued job's: that of its
+   * attempt before). At most 200 characters; `%` and `_` are plain characters.
+   */
+  error?: string;
 }
 
 /** The states `retryJobs` takes jobs from: endings that leave a job out of the queue for good. @publicApi */

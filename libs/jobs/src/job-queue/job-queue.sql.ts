@@ -3,6 +3,8 @@ import { preparedStatement, sqlStatement } from '../database/sql-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
 import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
 import type { ValidatedJob } from './validate-job.js';
+import { filterSql, filterValues } from './job-filter.sql.js';
+import type { FilterValues } from './job-filter.sql.js';
 
 /** The parameters of the inserts (`insertJobs` and its variants). */
 interface InsertJobsParams {
@@ -17,15 +19,19 @@ interface InsertJobsParams {
   readonly traceContext: TraceCarrier | null;
 }
 
-/** The jobs a bulk call's filter matches (see `matching`); an absent field matches any job. */
-interface FilterParams {
-  readonly task?: string | null;
-  readonly createdBefore?: Date | null;
-  readonly queue?: string | null;
-}
+/** A filter that matches every job. */
+const ANY_JOB: FilterValues = {
+  task: null,
+  queue: null,
+  groupKey: null,
+  createdAfter: null,
+  createdBefore: null,
+  errorPattern: null,
+};
 
 /** The parameters of a batch of `cancelQueuedJobs` or `cancelRunningJobs`. */
-interface CancelBatchParams extends FilterParams {
+interface CancelBatchParams {
+  readonly filter: FilterValues;
   readonly channel: string;
   /** How many jobs the batch takes at most. */
   readonly limit: number;
@@ -46,15 +52,6 @@ function sharedOrEach<T>(jobs: readonly ValidatedJob[], value: (job: ValidatedJo
  * parameter; the schema is the only identifier and is validated before it gets here.
  */
 export function queueSql({ quoted: s }: SchemaName) {
-  /**
-   * The jobs a bulk call's filter matches, on a `jobs` or `jobHistory` row aliased `a`: its task
-   * ($1, or any), its creation before $2 (or any) and its queue (`queue`, a parameter, or any). The
-   * one place a filter becomes SQL: a new field of `JobFilter` is one more condition here.
-   */
-  const matching = (a: string, queue: string) =>
-    `($1::text IS NULL OR ${a}.task = $1) AND ($2::timestamptz IS NULL OR ${a}."createdAt" < $2)
-     AND (${queue}::text IS NULL OR ${a}.queue = ${queue})`;
-
   /**
    * The CTEs that cancel jobs, in one statement, ending with `cancelled` (id, task, awaited, queue) and
    * `told` (the notifications sent):
@@ -169,13 +166,11 @@ export function queueSql({ quoted: s }: SchemaName) {
       },
     );
   };
-  /** A bulk cancel's batch: its filter, the channel and the batch's size. */
+  /** A bulk cancel's batch: the channel, the batch's size, then its filter from $3 on. */
   const cancelBatchValues = (p: CancelBatchParams) => [
-    p.task ?? null,
-    p.createdBefore ?? null,
     p.channel,
     p.limit,
-    p.queue ?? null,
+    ...filterValues(p.filter),
   ];
   const onKeyConflict = 'ON CONFLICT ("uniqueKey") WHERE "uniqueKey" IS NOT NULL DO NOTHING';
 
@@ -274,9 +269,9 @@ export function queueSql({ quoted: s }: SchemaName) {
       `
       WITH picked AS (
         SELECT id FROM ${s}.jobs j
-        WHERE ${matching('j', '$5')} AND ${queuedJobState('j')} = ANY($6::text[])
-        LIMIT $4 FOR UPDATE
-      ), ${cancelling('ARRAY(SELECT id FROM picked)', `'{}'::uuid[]`, '$3')}
+        WHERE ${filterSql(s, 'j', 'jobs', 3)} AND ${queuedJobState('j')} = ANY($9::text[])
+        LIMIT $2 FOR UPDATE
+      ), ${cancelling('ARRAY(SELECT id FROM picked)', `'{}'::uuid[]`, '$1')}
       SELECT (SELECT count(*) FROM picked)::int AS picked,
              COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task, 'queue', queue)) FROM cancelled), '[]') AS jobs,
              (SELECT count(*) FROM told)::int AS told`,
@@ -293,8 +288,9 @@ export function queueSql({ quoted: s }: SchemaName) {
     cancelRunningJobs: sqlStatement(
       `
       WITH picked AS (
-        SELECT id FROM ${s}."jobHistory" h WHERE h.state = 'active' AND ${matching('h', '$5')} LIMIT $4
-      ), ${cancelling(`'{}'::uuid[]`, 'ARRAY(SELECT id FROM picked)', '$3')}
+        SELECT id FROM ${s}."jobHistory" h
+        WHERE h.state = 'active' AND ${filterSql(s, 'h', 'jobHistory', 3)} LIMIT $2
+      ), ${cancelling(`'{}'::uuid[]`, 'ARRAY(SELECT id FROM picked)', '$1')}
       SELECT (SELECT count(*) FROM picked)::int AS picked,
              COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task, 'queue', queue)) FROM cancelled), '[]') AS jobs,
              (SELECT count(*) FROM told)::int AS told`,
@@ -315,41 +311,40 @@ export function queueSql({ quoted: s }: SchemaName) {
       `
       WITH picked AS (
         SELECT h.id FROM ${s}."jobHistory" h
-        WHERE h.state = ANY($5::text[]) AND h."completedAt" IS NOT NULL
-          AND ($6::timestamptz IS NULL OR h."completedAt" <= $6) AND ($7::uuid IS NULL OR h.id = $7)
-          AND ${matching('h', '$10')} AND NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = h.id)
-        LIMIT $4
+        WHERE h.state = ANY($3::text[]) AND h."completedAt" IS NOT NULL
+          AND ($4::timestamptz IS NULL OR h."completedAt" <= $4) AND ($5::uuid IS NULL OR h.id = $5)
+          AND ${filterSql(s, 'h', 'jobHistory', 8)}
+          AND NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = h.id)
+        LIMIT $2
         FOR UPDATE
       ), requeued AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled",
                                "createdBy", "createdAt", queue, "groupKey", "inFlow")
-        SELECT id, task, payload, priority, attempt, attempt, "wasScheduled", $3, "createdAt", queue,
+        SELECT id, task, payload, priority, attempt, attempt, "wasScheduled", $1, "createdAt", queue,
                "groupKey", "inFlow"
         FROM ${s}."jobHistory" WHERE id = ANY(ARRAY(SELECT id FROM picked))
         ON CONFLICT (id) DO NOTHING
         RETURNING id, task, queue
       ), woken AS (
-        SELECT pg_notify($8, $9) WHERE EXISTS (SELECT 1 FROM requeued)
+        SELECT pg_notify($6, $7) WHERE EXISTS (SELECT 1 FROM requeued)
       )
       SELECT (SELECT count(*) FROM picked)::int AS picked,
              COALESCE((SELECT json_agg(json_build_object('id', id, 'task', task, 'queue', queue)) FROM requeued), '[]') AS jobs,
              (SELECT count(*) FROM woken)::int AS woken`,
-      (
-        p: FilterParams & {
-          /** The instance that queues them again. */
-          createdBy: string;
-          limit: number;
-          states: readonly string[];
-          /** Only jobs that ended at or before this time (a bulk call's start). */
-          endedAtOrBefore?: Date;
-          id?: string;
-          channel: string;
-          /** The `newJob` notification. */
-          notification: string;
-        },
-      ) => [
-        p.task ?? null,
-        p.createdBefore ?? null,
+      (p: {
+        /** Every job, for `retryJob`. */
+        filter?: FilterValues;
+        /** The instance that queues them again. */
+        createdBy: string;
+        limit: number;
+        states: readonly string[];
+        /** Only jobs that ended at or before this time (a bulk call's start). */
+        endedAtOrBefore?: Date;
+        id?: string;
+        channel: string;
+        /** The `newJob` notification. */
+        notification: string;
+      }) => [
         p.createdBy,
         p.limit,
         p.states,
@@ -357,7 +352,7 @@ export function queueSql({ quoted: s }: SchemaName) {
         p.id ?? null,
         p.channel,
         p.notification,
-        p.queue ?? null,
+        ...filterValues(p.filter ?? ANY_JOB),
       ],
     ),
 

@@ -4,6 +4,8 @@ import { optionChecks } from '../common/option-checks.js';
 import { InvalidJobFilterError, InvalidJobOptionsError } from '../errors/jobs.errors.js';
 import type { JobState } from './job-info.interface.js';
 import type { JobFilter } from './job-filter.interface.js';
+import { errorPattern } from './job-filter.sql.js';
+import type { FilterValues } from './job-filter.sql.js';
 import type { WaitForJobOptions } from './wait-for-job-options.interface.js';
 
 /**
@@ -35,15 +37,22 @@ export function validateWaitOptions(options: WaitForJobOptions | undefined): num
 }
 
 /** A filter that passed every check: what the bulk statements take. */
-export interface ValidatedJobFilter<State extends JobState> {
-  readonly task: string | null;
-  readonly queue: string | null;
+export interface ValidatedJobFilter<State extends JobState> extends FilterValues {
   readonly states: readonly State[];
-  readonly before: Date | null;
 }
 
-/** Every field a filter may have; each is also a condition of the statements' `matching` (job-queue.sql.ts). */
-const KNOWN_KEYS = new Set<string>(['task', 'queue', 'state', 'before']);
+/** Every field a filter may have; each is also a condition of `filterSql` (job-filter.sql.ts). */
+const KNOWN_KEYS = new Set<string>([
+  'task',
+  'queue',
+  'groupKey',
+  'state',
+  'before',
+  'after',
+  'error',
+]);
+/** The longest error text a filter may search for. */
+export const MAX_ERROR_FILTER = 200;
 
 /**
  * Every check of a bulk call's filter, before anything touches the database. `allowed` are the
@@ -58,24 +67,37 @@ export function validateJobFilter<State extends JobState>(
     new InvalidJobFilterError(field, value, expectation);
   const given = filter ?? {};
   assertOptionsObject(given, KNOWN_KEYS, fail);
-  const { task, queue, state, before } = given as JobFilter<State>;
-  if (task !== undefined && (typeof task !== 'string' || task.length === 0)) {
-    throw fail('task', task, 'must be a non-empty string');
+  const { task, queue, groupKey, state, before, after, error } = given as JobFilter<State>;
+  for (const [field, value] of Object.entries({ task, queue, groupKey })) {
+    if (value !== undefined && (typeof value !== 'string' || value.length === 0)) {
+      throw fail(field, value, 'must be a non-empty string');
+    }
   }
-  if (queue !== undefined && (typeof queue !== 'string' || queue.length === 0)) {
-    throw fail('queue', queue, 'must be a non-empty string');
+  if (
+    error !== undefined &&
+    (typeof error !== 'string' ||
+      error.length === 0 ||
+      [...error].length > MAX_ERROR_FILTER ||
+      error.includes('\0'))
+  ) {
+    throw fail('error', error, `must be text of 1 to ${MAX_ERROR_FILTER} characters`);
   }
   const states = state === undefined ? defaults : Array.isArray(state) ? state : [state];
   if (states.length === 0 || states.some((one: unknown) => !allowed.includes(one as State))) {
     throw fail('state', state, `must be one of ${allowed.join(', ')}, or an array of them`);
   }
-  if (before !== undefined && !(before instanceof Date && !Number.isNaN(before.getTime()))) {
-    throw fail('before', before, 'must be a valid Date');
+  for (const [field, value] of Object.entries({ before, after })) {
+    if (value !== undefined && !(value instanceof Date && !Number.isNaN(value.getTime()))) {
+      throw fail(field, value, 'must be a valid Date');
+    }
   }
   return {
     task: task ?? null,
     queue: queue ?? null,
+    groupKey: groupKey ?? null,
     states: [...new Set(states)],
-    before: before ?? null,
+    createdBefore: before ?? null,
+    createdAfter: after ?? null,
+    errorPattern: error === undefined ? null : errorPattern(error),
   };
 }
