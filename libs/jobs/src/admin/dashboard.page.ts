@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { FLOWS_HTML, FLOWS_SCRIPT, FLOWS_STYLE } from './dashboard-flows.js';
+import { SEARCH_HTML, SEARCH_SCRIPT, SEARCH_STYLE } from './dashboard-search.js';
 
 /**
  * The dashboard: one static page, served as is (nothing to build, no assets), that reads the
@@ -28,6 +29,12 @@ function el(tag, attrs, children) {
   return node;
 }
 const when = (value) => (value ? new Date(value).toLocaleString() : "");
+// A time in the viewer's zone, and in UTC on hover.
+function at(value) {
+  if (!value) return "";
+  const iso = new Date(value).toISOString();
+  return el("time", { datetime: iso, title: iso.slice(0, 19).replace("T", " ") + " UTC", text: when(value) });
+}
 const secs = (value) => (value === null || value === undefined ? "none" : Math.round(value) + " s");
 const json = (value) => { const text = JSON.stringify(value); return text.length > 120 ? text.slice(0, 117) + "..." : text; };
 function fill(tbody, rows, columns, empty, attrs = (row) => ({ "data-job-id": row.id || "" })) {
@@ -135,12 +142,12 @@ function refresh() {
     $("total-oldest").textContent = secs(t.oldestPendingAgeSeconds);
     fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => r.cancelled, (r) => r.snoozed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
     fill($("queues"), queues.queues, [(r) => r.name, (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name }));
-    fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorPreview || "" }), (r) => when(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
+    fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorPreview || "" }), (r) => at(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
     fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, due, (r) => r.attempt, (r) => r.lastErrorPreview || "", (r) => button("Cancel", "cancel", r.id)], "Nothing queued.");
-    fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => when(r.startedAt), (r) => listedProgress(r.progressPreview), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
+    fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => at(r.startedAt), (r) => listedProgress(r.progressPreview), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
     fill($("suspended"), suspended.jobs, [(r) => r.id, (r) => r.task, (r) => (r.waitUntil ? when(r.waitUntil) : "when it is told"), (r) => r.attempt, (r) => button("Cancel", "cancel", r.id)], "No suspended jobs.");
-    fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => when(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs.");
-    fill($("schedules"), schedules.schedules, [(r) => r.name, (r) => r.task, (r) => r.cron, (r) => r.timezone, (r) => r.overlap, (r) => (r.paused ? "paused" : when(r.plannedUntil)), (r) => json(r.payload), scheduleButtons], "No schedules.");
+    fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs.");
+    fill($("schedules"), schedules.schedules, [(r) => r.name, (r) => r.task, (r) => r.cron, (r) => r.timezone, (r) => r.overlap, (r) => (r.paused ? "paused" : at(r.plannedUntil)), (r) => json(r.payload), scheduleButtons], "No schedules.");
     chart(throughput.minutes);
     $("updated").textContent = "Updated " + new Date().toLocaleTimeString();
   }).catch((err) => say("Cannot load: " + err.message, true));
@@ -151,7 +158,7 @@ const badge = (state) => el("span", { class: "state state-" + state, text: state
 function refreshJobLife() {
   if (shownJob) showJob(shownJob);
   return api("jobs?state=cancelled&limit=20")
-    .then((cancelled) => fill($("cancelled"), cancelled.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => when(r.completedAt), (r) => button("Retry", "retry", r.id)], "No cancelled jobs."))
+    .then((cancelled) => fill($("cancelled"), cancelled.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => button("Retry", "retry", r.id)], "No cancelled jobs."))
     .catch((err) => say("Cannot load: " + err.message, true));
 }
 // The job shown in the dialog, kept up to date by each refresh until the dialog is closed.
@@ -206,6 +213,7 @@ document.addEventListener("click", (event) => {
   if (row && row.dataset.jobId && !event.target.closest("button")) showJob(row.dataset.jobId);
 });
 ${FLOWS_SCRIPT}
+${SEARCH_SCRIPT}
 // The tasks an instance runs change only with a deploy: read once.
 function schemaOf(r) {
   if (!r.payloadJsonSchema) return "none";
@@ -238,7 +246,7 @@ dialog th { width: 8rem; } pre { margin: 0; white-space: pre-wrap; word-break: b
 .state-failed, .state-interrupted { color: #b3261e; } .state-cancelled { background: #5f6368; color: #fff; }
 .state-snoozed { background: #e8eaf6; color: #283593; }
 .state-suspended, .state-running { background: #e0f2f1; color: #00695c; } ol.steps { margin: 0; padding-left: 1.2rem; }
-${FLOWS_STYLE}`;
+${FLOWS_STYLE}${SEARCH_STYLE}`;
 
 export const DASHBOARD_HTML = `<!doctype html>
 <html lang="en">
@@ -253,7 +261,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 <h1>Jobs</h1>
 <small id="updated">Loading…</small>
 <div id="note" role="status"></div>
-<div class="cards">
+${SEARCH_HTML}<div class="cards">
   <div class="card">Pending<b id="total-pending">-</b></div>
   <div class="card">Blocked in flows<b id="total-blocked">-</b></div>
   <div class="card">Due<b id="total-due">-</b></div>
