@@ -52,7 +52,9 @@ it("shows a job's result cut in the list and whole in its details, as text, neve
   const dialog = await openJob('completed', id);
   const shown = await dialog.locator('tr[data-field="Result"]').locator('pre').textContent();
   expect(JSON.parse(shown!)).toEqual(result);
-  expect(await dialog.locator('.state-completed').textContent()).toBe('completed');
+  expect(await dialog.locator('tr[data-field="State"] .state-completed').textContent()).toBe(
+    'completed',
+  );
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-job-details.png'), fullPage: true });
   // The markup is text: no element was made of it, and nothing of it ran.
   expect(
@@ -82,7 +84,9 @@ it('shows a snoozed job as snoozed until its time, in the pending list, the coun
   expect(cells.slice(0, 9)).toEqual(['life', '1', '0', '0', '0', '1', '0', '0', '1']);
 
   const dialog = await openJob('pending', id);
-  expect(await dialog.locator('.state-snoozed').textContent()).toBe('snoozed');
+  expect(await dialog.locator('tr[data-field="Last attempt"] .state-snoozed').textContent()).toBe(
+    'snoozed',
+  );
   expect(await dialog.locator('tr[data-field="Due"]').textContent()).toContain('snoozed until');
   expect(await dialog.locator('tr[data-field="Snoozed"] td').textContent()).toBe('once');
   await closeJob();
@@ -115,7 +119,7 @@ it('shows a job cancelled from the page as cancelled, distinct from the other st
   );
 
   const dialog = await openJob('cancelled', id);
-  const badge = dialog.locator('.state-cancelled');
+  const badge = dialog.locator('tr[data-field="State"] .state-cancelled');
   expect(await badge.textContent()).toBe('cancelled');
   expect(
     await dialog.locator('tr[data-field="Cancelled at"]').locator('td').textContent(),

@@ -97,6 +97,14 @@ it("finds a job by the start of its id from the keyboard, puts the search in the
   await expect(page.locator('#job tr[data-field="Last error"]').textContent()).resolves.toContain(
     'disk full',
   );
+  // Its attempt, as recorded, with the stack of its error behind a disclosure.
+  const attempt = page.locator('#job tr[data-field="Attempt log"] tr[data-attempt="1"]');
+  await expect(attempt.textContent()).resolves.toMatch(/^1failed.*disk full/);
+  await attempt.locator('summary').click();
+  await expect(attempt.locator('details pre').textContent()).resolves.toMatch(
+    /^Error: disk full\n\s+at /,
+  );
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-job-attempts.png') });
   // Times in the viewer's zone, in UTC on hover.
   const time = page.locator('#search-results time').first();
   await expect(time.getAttribute('title')).resolves.toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);

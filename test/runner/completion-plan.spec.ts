@@ -66,6 +66,7 @@ const endings: [string, string, unknown[]][] = [
       maxRetryDelay: 60,
       giveUp: false,
       notification: '{}',
+      stack: 'Error: e\n    at run',
     }),
   ],
   ['snooze', sql.snooze.text, sql.snooze.values({ ...fence(1), seconds: 1, requeuedBy: 'i' })],

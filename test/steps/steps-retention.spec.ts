@@ -23,7 +23,10 @@ beforeAll(async () => {
 const idMadeAgo = (secondsAgo: number) =>
   idBound(Date.now() - secondsAgo * 1000).slice(0, 14) + randomUUID().slice(14);
 
-/** A job's history row that ended `endedAgo` seconds ago, with one step checkpoint; its id. */
+/**
+ * A job's history row that ended `endedAgo` seconds ago, with one step checkpoint and one failed
+ * attempt before its last; its id.
+ */
 async function endedJobWithStep(endedAgo: number): Promise<string> {
   const [{ id }] = await db.query<{ id: string }>(
     `INSERT INTO jobs."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt", "startedAt", "completedAt")
@@ -37,10 +40,14 @@ async function endedJobWithStep(endedAgo: number): Promise<string> {
      VALUES ($1, 'load', 0, 'completed', now(), now(), 1)`,
     [id],
   );
+  await db.query(
+    `INSERT INTO jobs."jobAttempt" ("jobId", attempt, "endedAt", error) VALUES ($1, 1, now(), 'e')`,
+    [id],
+  );
   return id;
 }
 
-it("deletes a job's steps with its history, old events, and the waits of jobs no longer suspended", async () => {
+it("deletes a job's steps and failed attempts with its history, old events, and the waits of jobs no longer suspended", async () => {
   const expired = await endedJobWithStep(2 * HOUR);
   const recent = await endedJobWithStep(60);
   // A suspended job: queued, with its wait on an event and a step of its own.
@@ -69,6 +76,8 @@ it("deletes a job's steps with its history, old events, and the waits of jobs no
   );
   expect(stepsOf.map((row) => row.jobId).sort()).toEqual([recent, suspended].sort());
   expect(stepsOf.map((row) => row.jobId)).not.toContain(expired);
+  const attemptsOf = await db.query<{ jobId: string }>(`SELECT "jobId" FROM jobs."jobAttempt"`);
+  expect(attemptsOf.map((row) => row.jobId)).toEqual([recent]);
   expect(await db.query(`SELECT event FROM jobs."jobEventWait"`)).toEqual([{ event: 'go' }]);
   expect(await db.query(`SELECT name FROM jobs."jobEvent"`)).toEqual([{ name: 'new' }]);
 });
@@ -89,8 +98,8 @@ it('finds the checkpoints of expired jobs without visiting those of the jobs it 
   await db.query(`DELETE FROM jobs."jobHistory" WHERE id = $1`, [expired]);
   await db.query(`ANALYZE jobs."jobStep"`);
 
-  const { pruneSteps } = retentionSql(toSchemaName('jobs'));
-  const plan = await executedPlanNodes(db, pruneSteps, [
+  const { pruneJobRecords } = retentionSql(toSchemaName('jobs'));
+  const plan = await executedPlanNodes(db, pruneJobRecords, [
     HOUR,
     1000,
     idBound(Date.now() - HOUR * 1000),

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { JobsAdminModule } from 'nestjs-pg-jobs';
+import type { JobsAdminModuleOptions } from 'nestjs-pg-jobs';
 import { launchChromium } from './chromium.js';
 import { startHttpJobsApp } from './http-app.js';
 import type { HttpJobsApp } from './http-app.js';
@@ -36,6 +37,7 @@ export interface Dashboard {
 export function useDashboard(
   setup: Omit<NonNullable<Parameters<typeof startHttpJobsApp>[1]>, 'controllers'> = {},
   databasePrefix?: string,
+  adminOptions: Omit<JobsAdminModuleOptions, 'path' | 'guard'> = {},
 ): Dashboard {
   let server: HttpJobsApp | undefined;
   let browser: Browser | undefined;
@@ -51,7 +53,11 @@ export function useDashboard(
     server = await startHttpJobsApp(db.url, {
       ...setup,
       imports: [
-        JobsAdminModule.forRoot({ path: 'jobs-admin', guard: { canActivate: () => true } }),
+        JobsAdminModule.forRoot({
+          path: 'jobs-admin',
+          guard: { canActivate: () => true },
+          ...adminOptions,
+        }),
         ...(setup.imports ?? []),
       ],
     });

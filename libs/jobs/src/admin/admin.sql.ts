@@ -229,6 +229,11 @@ export function adminSql({ quoted: s }: SchemaName) {
     /** The history row of a job (its last attempt), whatever its state. $1 id */
     history: `SELECT * FROM ${s}."jobHistory" WHERE id = $1`,
 
+    /** A job's failed attempts (migration 16), first first. $1 id */
+    attempts: `
+      SELECT attempt, "executedBy", "startedAt", "endedAt", error, stack
+      FROM ${s}."jobAttempt" WHERE "jobId" = $1 ORDER BY attempt`,
+
     /**
      * Per task: queued (pending, and blocked in a flow), due, snoozed and running counts, the jobs that ended in the last $1
      * minutes, and how long the longest-waiting due job has waited. The page asks every 2 s: ended

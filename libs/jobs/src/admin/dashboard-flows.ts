@@ -71,7 +71,7 @@ export const FLOWS_HTML = `
 `;
 
 export const FLOWS_STYLE = `
-tr[data-flow-id] { cursor: pointer; } tr[data-flow-id]:hover { background: #f6f7f9; }
-#flow { border: 1px solid #d6dae3; border-radius: 6px; padding: 0 .9rem .6rem; margin-top: .6rem; }
-h3 { font-size: 1rem; margin: .6rem 0 .3rem; } .state-blocked { background: #fff3e0; color: #8a4b00; }
+tr[data-flow-id] { cursor: pointer; } tr[data-flow-id]:hover { background: var(--head); }
+#flow { border: 1px solid var(--line); border-radius: 6px; padding: 0 .9rem .6rem; margin-top: .6rem; }
+h3 { font-size: 1rem; margin: .6rem 0 .3rem; } .state-blocked { background: var(--blocked-bg); color: var(--blocked); }
 `;

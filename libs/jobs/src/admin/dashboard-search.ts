@@ -147,7 +147,7 @@ ${input('before', 'to', ' type="datetime-local"')}
 <button type="submit">Find</button> <button type="button" id="search-clear">Clear</button>
 </form>
 <div id="search-found" hidden>
-<p><span id="search-count" role="status"></span> <button type="button" id="search-retry" hidden></button> <button type="button" id="search-cancel" hidden></button></p>
+<p><span id="search-count" role="status"></span> <button type="button" id="search-retry" class="bulk" hidden></button> <button type="button" id="search-cancel" class="bulk" hidden></button></p>
 <table><caption class="visually-hidden">Jobs found</caption><thead><tr><th>Job</th><th>Task</th><th>State</th><th>Queue</th><th>Attempts</th><th>Last change</th><th>Last error</th></tr></thead><tbody id="search-results"></tbody></table>
 <p><button type="button" id="search-more" hidden>More</button></p>
 </div>
@@ -157,7 +157,7 @@ ${input('before', 'to', ' type="datetime-local"')}
 
 export const SEARCH_STYLE = `
 #search { display: flex; flex-wrap: wrap; gap: .4rem .8rem; align-items: end; }
-#search label { display: flex; flex-direction: column; font-size: .85rem; color: #445; }
+#search label { display: flex; flex-direction: column; font-size: .85rem; color: var(--muted); }
 #search input, #search select { font: inherit; padding: .2rem .3rem; min-width: 9rem; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
 `;

@@ -167,7 +167,7 @@ function showJob(id) {
   shownJob = id;
   return api("jobs/" + id).then(renderJob).catch((err) => say("Cannot load job " + id + ": " + err.message, true));
 }
-function renderJob({ job, history }) {
+function renderJob({ job, history, attempts }) {
   if (job.id !== shownJob) return;
   const row = (label, value) => el("tr", { "data-field": label }, [el("th", { text: label }), el("td", {}, [value instanceof Node ? value : String(value ?? "")])]);
   const full = (value) => el("pre", { text: JSON.stringify(value, null, 2) });
@@ -183,6 +183,8 @@ function renderJob({ job, history }) {
   if (history && history.snoozes > 0) rows.push(row("Snoozed", history.snoozes === 1 ? "once" : history.snoozes + " times"));
   if (job.waitingFor) rows.push(row("Waits for", waitingFor(job.waitingFor)));
   if (job.steps && job.steps.length > 0) rows.push(row("Steps", stepTimeline(job.steps)));
+  const log = attemptLog(attempts, history);
+  if (log) rows.push(row("Attempt log", log));
   if (job.executedBy) rows.push(row("Instance", job.executedBy));
   if (job.lastErrorMessage) rows.push(row("Last error", el("span", { class: "error-text", text: job.lastErrorMessage })));
   if (job.progress !== null) rows.push(row("Progress", progress(job.progress)));
@@ -190,6 +192,24 @@ function renderJob({ job, history }) {
   $("job-title").textContent = "Job " + job.id;
   $("job-fields").replaceChildren(...rows);
   if (!$("job").open) $("job").showModal();
+}
+// Every attempt that ended or runs: each failed one as recorded, then the last from history.
+function attemptLog(attempts, history) {
+  const lines = attempts.map((a) => Object.assign({ outcome: "failed" }, a));
+  if (history && history.startedAt && !attempts.some((a) => a.attempt === history.attempt)) {
+    const failing = history.state === "failed" || history.state === "interrupted";
+    lines.push({ attempt: history.attempt, outcome: history.state, executedBy: history.executedBy, startedAt: history.startedAt, endedAt: history.completedAt, error: failing ? history.lastErrorMessage : null, stack: null });
+  }
+  if (lines.length === 0) return null;
+  const took = (a) => (a.startedAt && a.endedAt ? (new Date(a.endedAt) - new Date(a.startedAt)) + " ms" : "");
+  const error = (a) => el("span", {}, [
+    el("span", { class: "error-text", text: a.error || "" }),
+    a.stack ? el("details", {}, [el("summary", { text: "stack" }), el("pre", { text: a.stack })]) : "",
+  ]);
+  const body = document.createElement("tbody");
+  fill(body, lines, [(a) => a.attempt, (a) => badge(a.outcome), (a) => a.executedBy || "", (a) => at(a.startedAt), (a) => at(a.endedAt), took, error], "", (a) => ({ "data-attempt": String(a.attempt) }));
+  const head = el("tr", {}, ["Attempt", "Outcome", "Instance", "Started", "Ended", "Took", "Error"].map((label) => el("th", { text: label })));
+  return el("table", { class: "attempts" }, [el("thead", {}, [head]), body]);
 }
 // What a suspended job waits for, as text.
 function waitingFor(wait) {
@@ -222,30 +242,51 @@ function schemaOf(r) {
 api("tasks")
   .then((body) => fill($("task-list"), body.tasks, [(r) => r.name, (r) => r.queue, (r) => (r.worker ? "worker thread" : "in-process"), (r) => r.cron || "", schemaOf], "No tasks on this instance.", (r) => ({ "data-task": r.name })))
   .catch((err) => say("Cannot load the tasks: " + err.message, true));
+// A viewer who may only look gets a page without actions (the API refuses them anyway).
+api("access")
+  .then(({ readOnly }) => {
+    document.body.classList.toggle("read-only", readOnly);
+    $("mode").textContent = readOnly ? " · read-only: you may look, not act" : "";
+  })
+  .catch((err) => say("Cannot load: " + err.message, true));
 refresh();
 setInterval(refresh, 2000);
 `;
 
 const STYLE = `
-body { font: 14px/1.4 system-ui, sans-serif; margin: 0 1.5rem 2rem; color: #1d2330; }
+:root { color-scheme: light dark; --fg: #1d2330; --bg: #fff; --line: #d6dae3; --soft: #eceef3; --head: #f6f7f9;
+  --muted: #5d6270; --bad: #b3261e; --good: #2e7d32; --panel: #fafbfc; --snoozed-bg: #e8eaf6; --snoozed: #283593;
+  --waiting-bg: #e0f2f1; --waiting: #00695c; --blocked-bg: #fff3e0; --blocked: #8a4b00; }
+@media (prefers-color-scheme: dark) {
+  :root { --fg: #e3e6ee; --bg: #15181e; --line: #3a404c; --soft: #2a2f39; --head: #20242c; --muted: #a3a9b6;
+    --bad: #ff8a80; --good: #81c784; --panel: #1b1f26; --snoozed-bg: #283046; --snoozed: #b4bef5;
+    --waiting-bg: #16332f; --waiting: #80cbc4; --blocked-bg: #3a2a12; --blocked: #ffcc80; }
+}
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0 1.5rem 2rem; color: var(--fg); background: var(--bg); }
+dialog { color: var(--fg); background: var(--bg); }
+@media (max-width: 40rem) {
+  body { margin: 0 .6rem 1rem; } table { display: block; overflow-x: auto; } .axis, #chart { width: 100%; }
+  #search input, #search select { min-width: 0; width: 100%; } #search label { flex: 1 1 45%; }
+}
 h1 { font-size: 1.3rem; margin: 1rem 0 .25rem; } h2 { font-size: 1.05rem; margin: 1.5rem 0 .4rem; }
 .cards { display: flex; gap: .75rem; flex-wrap: wrap; }
-.card { border: 1px solid #d6dae3; border-radius: 6px; padding: .5rem .9rem; min-width: 7rem; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .9rem; min-width: 7rem; }
 .card b { display: block; font-size: 1.4rem; }
-table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid #eceef3; vertical-align: top; }
-th { font-weight: 600; background: #f6f7f9; } td.empty { color: #778; font-style: italic; }
-.error-text, .error { color: #b3261e; } #note { min-height: 1.2rem; margin: .5rem 0; }
-svg rect.done { fill: #2e7d32; } svg rect.failed { fill: #c62828; } svg { background: #fafbfc; border: 1px solid #eceef3; }
-button { cursor: pointer; } small { color: #667; }
-.axis { display: flex; justify-content: space-between; width: 600px; color: #667; font-size: .8rem; }
-.legend-done { color: #2e7d32; } .legend-failed { color: #c62828; }
-tr[data-job-id]:not([data-job-id=""]) { cursor: pointer; } tr[data-job-id]:not([data-job-id=""]):hover { background: #f6f7f9; }
-td code { word-break: break-all; } dialog { width: min(60rem, 90vw); border: 1px solid #d6dae3; border-radius: 6px; }
-dialog th { width: 8rem; } pre { margin: 0; white-space: pre-wrap; word-break: break-all; max-height: 20rem; overflow: auto; }
-.state { padding: 0 .4rem; border-radius: 3px; background: #eceef3; } .state-completed { color: #2e7d32; }
-.state-failed, .state-interrupted { color: #b3261e; } .state-cancelled { background: #5f6368; color: #fff; }
-.state-snoozed { background: #e8eaf6; color: #283593; }
-.state-suspended, .state-running { background: #e0f2f1; color: #00695c; } ol.steps { margin: 0; padding-left: 1.2rem; }
+table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--soft); vertical-align: top; }
+th { font-weight: 600; background: var(--head); } td.empty { color: var(--muted); font-style: italic; }
+.error-text, .error { color: var(--bad); } #note { min-height: 1.2rem; margin: .5rem 0; }
+svg rect.done { fill: var(--good); } svg rect.failed { fill: var(--bad); } svg { background: var(--panel); border: 1px solid var(--soft); }
+button { cursor: pointer; } small { color: var(--muted); }
+.axis { display: flex; justify-content: space-between; width: 600px; color: var(--muted); font-size: .8rem; }
+.legend-done { color: var(--good); } .legend-failed { color: var(--bad); }
+tr[data-job-id]:not([data-job-id=""]) { cursor: pointer; } tr[data-job-id]:not([data-job-id=""]):hover { background: var(--head); }
+td code { word-break: break-all; } dialog { width: min(60rem, 90vw); border: 1px solid var(--line); border-radius: 6px; }
+dialog th { width: 8rem; } table.attempts th { width: auto; } pre { margin: 0; white-space: pre-wrap; word-break: break-all; max-height: 20rem; overflow: auto; }
+.state { padding: 0 .4rem; border-radius: 3px; background: var(--soft); } .state-completed { color: var(--good); }
+.state-failed, .state-interrupted { color: var(--bad); } .state-cancelled { background: #5f6368; color: #fff; }
+.state-snoozed { background: var(--snoozed-bg); color: var(--snoozed); }
+.state-suspended, .state-running { background: var(--waiting-bg); color: var(--waiting); } ol.steps { margin: 0; padding-left: 1.2rem; }
+.read-only [data-action], .read-only [data-queue-action], .read-only [data-flow-action], .read-only .bulk { display: none !important; }
 ${FLOWS_STYLE}${SEARCH_STYLE}`;
 
 export const DASHBOARD_HTML = `<!doctype html>
@@ -259,7 +300,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 </head>
 <body>
 <h1>Jobs</h1>
-<small id="updated">Loading…</small>
+<small id="updated">Loading…</small><small id="mode"></small>
 <div id="note" role="status"></div>
 ${SEARCH_HTML}<div class="cards">
   <div class="card">Pending<b id="total-pending">-</b></div>

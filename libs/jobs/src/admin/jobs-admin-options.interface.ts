@@ -17,4 +17,11 @@ export interface JobsAdminModuleOptions {
   guard?: Type<CanActivate> | CanActivate;
   /** Modules the guard's dependencies come from. */
   imports?: Type[];
+  /**
+   * For people who may look but not act: `true` for everyone the guard lets in, or a function of
+   * the request (Express' or Fastify's, as the guard sees it) that answers `true` for those who
+   * may only look, e.g. by a role of your session. Their retries, cancels, pauses and runs are
+   * refused (403) and their page shows no action. Default `false`: the guard decides alone.
+   */
+  readOnly?: boolean | ((request: any) => boolean | Promise<boolean>);
 }

@@ -3,15 +3,15 @@ import {
   ForbiddenException,
   Get,
   Header,
-  Headers,
   HttpCode,
   Inject,
   Param,
   Post,
   Query,
+  Req,
   UseGuards,
 } from '@nestjs/common';
-import type { CanActivate, Type } from '@nestjs/common';
+import type { CanActivate, ExecutionContext, Type } from '@nestjs/common';
 import {
   parseFlowId,
   parseFlowListQuery,
@@ -40,7 +40,10 @@ const ACTION_HEADER = 'x-jobs-admin';
 export function createAdminController(
   path: string,
   guards: (Type<CanActivate> | CanActivate)[],
+  readOnly: ReadOnlyDecision,
 ): Type {
+  const actions = new ActionGuard(readOnly);
+
   @Controller(path)
   @UseGuards(...guards)
   class JobsAdminController {
@@ -52,6 +55,13 @@ export function createAdminController(
     @Header('Cache-Control', 'no-store')
     dashboard(): string {
       return DASHBOARD_HTML;
+    }
+
+    /** What the page may offer this viewer: no action when read-only. */
+    @Get('api/access')
+    async access(@Query() query: Query, @Req() request: unknown) {
+      parseNoQuery(query);
+      return { readOnly: await readOnly(request) };
     }
 
     @Get('api/stats')
@@ -75,30 +85,30 @@ export function createAdminController(
     }
 
     @Post('api/jobs/retry')
+    @UseGuards(actions)
     @HttpCode(200)
-    retryAll(@Query() query: Query, @Headers(ACTION_HEADER) marker?: string) {
-      requireActionHeader(marker);
+    retryAll(@Query() query: Query) {
       return this.admin.retryJobs(parseJobFilter(query, RETRYABLE));
     }
 
     @Post('api/jobs/cancel')
+    @UseGuards(actions)
     @HttpCode(200)
-    cancelAll(@Query() query: Query, @Headers(ACTION_HEADER) marker?: string) {
-      requireActionHeader(marker);
+    cancelAll(@Query() query: Query) {
       return this.admin.cancelJobs(parseJobFilter(query, CANCELLABLE));
     }
 
     @Post('api/jobs/:id/retry')
+    @UseGuards(actions)
     @HttpCode(200)
-    retry(@Param('id') id: string, @Headers(ACTION_HEADER) marker?: string) {
-      requireActionHeader(marker);
+    retry(@Param('id') id: string) {
       return this.admin.retryJob(parseJobId(id));
     }
 
     @Post('api/jobs/:id/cancel')
+    @UseGuards(actions)
     @HttpCode(200)
-    cancel(@Param('id') id: string, @Headers(ACTION_HEADER) marker?: string) {
-      requireActionHeader(marker);
+    cancel(@Param('id') id: string) {
       return this.admin.cancelJob(parseJobId(id));
     }
 
@@ -115,23 +125,23 @@ export function createAdminController(
     }
 
     @Post('api/schedules/:name/pause')
+    @UseGuards(actions)
     @HttpCode(200)
-    pause(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
-      requireActionHeader(marker);
+    pause(@Param('name') name: string) {
       return this.admin.pauseSchedule(parseScheduleName(name));
     }
 
     @Post('api/schedules/:name/resume')
+    @UseGuards(actions)
     @HttpCode(200)
-    resume(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
-      requireActionHeader(marker);
+    resume(@Param('name') name: string) {
       return this.admin.resumeSchedule(parseScheduleName(name));
     }
 
     @Post('api/schedules/:name/trigger')
+    @UseGuards(actions)
     @HttpCode(200)
-    trigger(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
-      requireActionHeader(marker);
+    trigger(@Param('name') name: string) {
       return this.admin.triggerSchedule(parseScheduleName(name));
     }
 
@@ -142,16 +152,16 @@ export function createAdminController(
     }
 
     @Post('api/queues/:name/pause')
+    @UseGuards(actions)
     @HttpCode(200)
-    pauseQueue(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
-      requireActionHeader(marker);
+    pauseQueue(@Param('name') name: string) {
       return this.admin.setQueuePaused(parseQueueName(name), true);
     }
 
     @Post('api/queues/:name/resume')
+    @UseGuards(actions)
     @HttpCode(200)
-    resumeQueue(@Param('name') name: string, @Headers(ACTION_HEADER) marker?: string) {
-      requireActionHeader(marker);
+    resumeQueue(@Param('name') name: string) {
       return this.admin.setQueuePaused(parseQueueName(name), false);
     }
 
@@ -166,16 +176,16 @@ export function createAdminController(
     }
 
     @Post('api/flows/:id/cancel')
+    @UseGuards(actions)
     @HttpCode(200)
-    cancelFlow(@Param('id') id: string, @Headers(ACTION_HEADER) marker?: string) {
-      requireActionHeader(marker);
+    cancelFlow(@Param('id') id: string) {
       return this.admin.cancelFlow(parseFlowId(id));
     }
 
     @Post('api/flows/:id/retry')
+    @UseGuards(actions)
     @HttpCode(200)
-    retryFlow(@Param('id') id: string, @Headers(ACTION_HEADER) marker?: string) {
-      requireActionHeader(marker);
+    retryFlow(@Param('id') id: string) {
       return this.admin.retryFlow(parseFlowId(id));
     }
 
@@ -187,10 +197,26 @@ export function createAdminController(
   return JobsAdminController;
 }
 
-function requireActionHeader(marker: string | undefined): void {
-  if (marker !== '1') {
-    throw new ForbiddenException(
-      `Send the header "X-Jobs-Admin: 1" with requests that change jobs (it keeps other sites from triggering them).`,
-    );
+/**
+ * The guard of every request that changes something, after the app's own: it must carry
+ * `X-Jobs-Admin: 1`, and come from someone who may act (not `readOnly`).
+ */
+class ActionGuard implements CanActivate {
+  constructor(private readonly readOnly: ReadOnlyDecision) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context.switchToHttp().getRequest();
+    if (request.headers[ACTION_HEADER] !== '1') {
+      throw new ForbiddenException(
+        `Send the header "X-Jobs-Admin: 1" with requests that change jobs (it keeps other sites from triggering them).`,
+      );
+    }
+    if (await this.readOnly(request)) {
+      throw new ForbiddenException('This dashboard is read-only for you: you may look, not act.');
+    }
+    return true;
   }
 }
+
+/** Whether a request may only look (`JobsAdminModuleOptions.readOnly`), whatever was configured. */
+export type ReadOnlyDecision = (request: unknown) => boolean | Promise<boolean>;

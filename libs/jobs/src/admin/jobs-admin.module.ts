@@ -30,6 +30,13 @@ export class JobsAdminModule {
         `JobsAdminModule option "path" must be a URL path of segments of letters, digits and "_.~-"; got ${JSON.stringify(options.path)}.`,
       );
     }
+    const { readOnly = false } = options;
+    if (typeof readOnly !== 'boolean' && typeof readOnly !== 'function') {
+      throw new JobsError(
+        `JobsAdminModule option "readOnly" must be true, false or a function of the request; got ${JSON.stringify(readOnly)}.`,
+      );
+    }
+    const readOnlyFor = typeof readOnly === 'function' ? readOnly : () => readOnly;
     const enabled = options.guard !== undefined || process.env.NODE_ENV === 'development';
     return {
       module: JobsAdminModule,
@@ -40,7 +47,7 @@ export class JobsAdminModule {
         ...(enabled ? [] : [{ provide: 'JOBS_ADMIN_DISABLED', useFactory: warnDisabled(path) }]),
       ],
       controllers: enabled
-        ? [createAdminController(path, options.guard ? [options.guard] : [])]
+        ? [createAdminController(path, options.guard ? [options.guard] : [], readOnlyFor)]
         : [],
       exports: [JobsAdminService],
     };

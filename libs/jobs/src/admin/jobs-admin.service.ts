@@ -94,6 +94,23 @@ export interface ListedJobInfo extends Omit<
 }
 
 /**
+ * A failed attempt of a job, as the job's page lists it (`GET api/jobs/:id`): a job's history row
+ * holds only its last attempt, so each failure is kept apart, with its stack.
+ *
+ * @publicApi
+ */
+export interface FailedAttemptInfo {
+  attempt: number;
+  /** The instance that ran it. */
+  executedBy: string | null;
+  startedAt: Date | null;
+  endedAt: Date;
+  error: string | null;
+  /** The error's stack, cut to 8 kB; `null` when the error had none. */
+  stack: string | null;
+}
+
+/**
  * A listed row carries the key it was sorted by and whether it is in a flow (its `flowId` says
  * which), which the API leaves out.
  */
@@ -246,12 +263,22 @@ export class JobsAdminService implements OnModuleInit {
     return { count: Math.min(count, COUNT_CAP), capped: count > COUNT_CAP };
   }
 
-  /** The job and its history row (the record of its last attempt). */
-  async getJob(id: string): Promise<{ job: JobInfo; history: Record<string, unknown> | null }> {
+  /**
+   * The job, its history row (the record of its last attempt) and its failed attempts, each with
+   * its error's stack.
+   */
+  async getJob(id: string): Promise<{
+    job: JobInfo;
+    history: Record<string, unknown> | null;
+    attempts: FailedAttemptInfo[];
+  }> {
     const job = await this.queue.getJob(id);
     if (!job) throw new NotFoundException(`No job ${id}.`);
-    const [history] = await this.db.query<Record<string, unknown>>(this.sql.history, [id]);
-    return { job, history: history ?? null };
+    const [[history], attempts] = await Promise.all([
+      this.db.query<Record<string, unknown>>(this.sql.history, [id]),
+      this.db.query<FailedAttemptInfo>(this.sql.attempts, [id]),
+    ]);
+    return { job, history: history ?? null, attempts };
   }
 
   /**

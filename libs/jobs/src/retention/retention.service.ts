@@ -92,21 +92,24 @@ export class RetentionService {
       if (this.stopping) break;
       total += await this.prunePartition(partition);
     }
-    if (this.options.historyExpiration > 0 && !this.stopping) await this.pruneSteps();
+    if (this.options.historyExpiration > 0 && !this.stopping) await this.pruneJobRecords();
     return total;
   }
 
-  /** Deletes what durable steps leave of expired jobs, and old events (see `pruneSteps`). */
-  private async pruneSteps(): Promise<void> {
+  /**
+   * Deletes what expired jobs leave beside their history (their steps' checkpoints and failed
+   * attempts) and old events (see `pruneJobRecords`).
+   */
+  private async pruneJobRecords(): Promise<void> {
     const batch = this.options.historyPruneBatchSize;
     for (;;) {
       const expiration = this.options.historyExpiration;
-      const [{ steps }] = await this.db.query<{ steps: number }>(this.sql.pruneSteps, [
+      const [{ deleted }] = await this.db.query<{ deleted: number }>(this.sql.pruneJobRecords, [
         expiration,
         batch,
         idBound(Date.now() - expiration * 1000),
       ]);
-      if (steps < batch || this.stopping) return;
+      if (deleted < batch || this.stopping) return;
       await yieldToEventLoop();
     }
   }

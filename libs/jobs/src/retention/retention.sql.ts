@@ -100,9 +100,10 @@ export function retentionSql({ quoted: s }: SchemaName) {
      * What durable steps leave (migration 15), after history's prune: at most $2 checkpoints of
      * jobs gone from the queue and from history (their job expired, so they did), the event waits
      * of jobs no longer suspended (woken by a timeout, or gone), and the events sent more than $1
-     * seconds ago. Returns how many checkpoints it deleted: $2 means more may be left.
+     * seconds ago; and at most $2 failed attempts (migration 16) of such jobs. Returns the larger
+     * of the checkpoints and attempts it deleted: $2 means more may be left.
      *
-     * Only the checkpoints of ids below $3 are looked at, a range of the primary key: a job expires
+     * Only the checkpoints and attempts of ids below $3 are looked at, a range of the primary key: a job expires
      * $1 seconds after its end, so its id, which begins with the time it was made, is older than
      * that (an id of version 4, from before ids held their time, sorts anywhere: the checkpoints of
      * such a job, queued before that upgrade and run with steps after this one, may outlive it).
@@ -111,7 +112,7 @@ export function retentionSql({ quoted: s }: SchemaName) {
      *
      * $1 historyExpiration (seconds) $2 batch size $3 the id bound of now − $1
      */
-    pruneSteps: `
+    pruneJobRecords: `
       WITH orphaned AS (
         SELECT st."jobId", st.name FROM ${s}."jobStep" st
         WHERE st."jobId" < $3::uuid
@@ -128,7 +129,18 @@ export function retentionSql({ quoted: s }: SchemaName) {
         WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = w."jobId" AND j."waitingFor" IS NOT NULL)
       ), events AS (
         DELETE FROM ${s}."jobEvent" e WHERE e."createdAt" < now() - make_interval(secs => $1)
+      ), "expiredAttempts" AS (
+        SELECT a."jobId", a.attempt FROM ${s}."jobAttempt" a
+        WHERE a."jobId" < $3::uuid
+          AND NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = a."jobId")
+          AND NOT EXISTS (SELECT 1 FROM ${s}."jobHistory" h WHERE h.id = a."jobId")
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+      ), attempts AS (
+        DELETE FROM ${s}."jobAttempt" a USING "expiredAttempts" x
+        WHERE a."jobId" = x."jobId" AND a.attempt = x.attempt
+        RETURNING 1
       )
-      SELECT (SELECT count(*) FROM steps)::int AS steps`,
+      SELECT greatest((SELECT count(*) FROM steps), (SELECT count(*) FROM attempts))::int AS deleted`,
   };
 }

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { AttemptEnding } from '../attempt/attempt-ending.js';
 import { toError } from '../common/errors.js';
-import { storableText } from '../common/storable-text.js';
+import { storableText, truncateUtf8 } from '../common/storable-text.js';
 import { isConnectionError } from '../database/connection-errors.js';
 import type { JobsDatabase } from '../database/jobs-database.js';
 import { EndingNotRecordedError } from '../errors/jobs.errors.js';
@@ -18,6 +18,12 @@ import type { TaskTransaction } from './task-transaction.js';
 import { parseWaitingFor } from '../steps/step-views.js';
 import { stepsSql } from '../steps/steps.sql.js';
 import type { StepsSql } from '../steps/steps.sql.js';
+
+/**
+ * The most of a failed attempt's stack kept (`jobAttempt`), in UTF-8 bytes: the frames that say
+ * where, not a deep async chain's every one.
+ */
+const MAX_STACK_BYTES = 8192;
 
 type Completed = Extract<AttemptEnding, { outcome: 'completed' }>;
 type Snoozed = Extract<AttemptEnding, { outcome: 'snoozed' }>;
@@ -197,6 +203,7 @@ export class AttemptEndingWriter {
           delay: retry.delay,
           giveUp: retry.giveUp,
           notification: endNotification(job.id, 'failed', message),
+          stack: error.stack ? truncateUtf8(storableText(error.stack), MAX_STACK_BYTES) : null,
         }),
       ),
     );

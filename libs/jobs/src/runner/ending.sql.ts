@@ -106,6 +106,9 @@ export function endingSql({ quoted: s }: SchemaName) {
      * before the power is taken: with many retries the power alone overflows, and the failure could
      * not be written at all. Only the final failure is worth telling a waiting caller, with
      * `notification`, built by the caller (`endNotification`: its error cut to fit a notification).
+     * The failure is also kept in "jobAttempt", with $12, its stack, since the next claim
+     * overwrites the history row. A write repeated after a lost answer finds no active row to
+     * fail, so an attempt is recorded once (the conflict clause only keeps that a rule).
      */
     fail: preparedStatement(
       `
@@ -114,6 +117,11 @@ export function endingSql({ quoted: s }: SchemaName) {
         SET state = 'failed', "lastErrorMessage" = $4, "completedAt" = now(), "updatedAt" = now()
         WHERE id = $1 AND attempt = $3 AND "claimToken" = $11 AND state = 'active'
         RETURNING *
+      ), recorded AS (
+        INSERT INTO ${s}."jobAttempt" ("jobId", attempt, "executedBy", "startedAt", "endedAt", error, stack)
+        SELECT id, attempt, "executedBy", "startedAt", "completedAt", "lastErrorMessage", $12
+        FROM failed
+        ON CONFLICT DO NOTHING
       ), retried AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
                                "isScheduled", awaited, "createdBy", "createdAt", "traceContext", queue,
@@ -141,6 +149,8 @@ export function endingSql({ quoted: s }: SchemaName) {
           delay?: number;
           giveUp: boolean;
           notification: string;
+          /** The error's stack, cut (`storableText`), or null. */
+          stack: string | null;
         },
       ) => [
         p.id,
@@ -154,6 +164,7 @@ export function endingSql({ quoted: s }: SchemaName) {
         p.giveUp,
         p.notification,
         p.claim,
+        p.stack,
       ],
     ),
 

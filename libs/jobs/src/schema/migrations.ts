@@ -588,6 +588,29 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE ${s}.jobs ADD COLUMN "waitingFor" jsonb;
     `,
   },
+  {
+    version: 16,
+    name: "every failed attempt of a job, with its error's stack, for the job's page",
+    sql: ({ quoted: s }) => `
+      -- A new table only: no write waits on it.
+      --
+      -- A job's history row is its last attempt: a retry's claim overwrites the attempt before it.
+      -- Each failed attempt is also written here, by the statement that records the failure (a
+      -- failure is rare: a completion writes nothing here), so that the job's page lists every one
+      -- of them: its instance, times and error, with the error's stack. Pruned with history, by
+      -- the retention's round that prunes steps.
+      CREATE TABLE ${s}."jobAttempt" (
+        "jobId" uuid NOT NULL,
+        attempt integer NOT NULL,
+        "executedBy" text,
+        "startedAt" timestamptz,
+        "endedAt" timestamptz NOT NULL,
+        error text,
+        stack text,
+        PRIMARY KEY ("jobId", attempt)
+      );
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */

@@ -1,0 +1,34 @@
+import { UI_TIMEOUT, useDashboard } from '../support/dashboard.js';
+import { FlakyTask } from '../support/flaky-task.js';
+import { waitFor } from '../support/jobs-app.js';
+
+const dashboard = useDashboard(
+  { tasks: [FlakyTask], options: { pollingCheck: 0.1, maxRetries: 0 } },
+  'jobs_dashboard_read_only',
+  { readOnly: true },
+);
+
+it('shows a read-only viewer every job, and no button that acts', async () => {
+  const { id } = await dashboard.server.queue.addJob({
+    task: 'flaky',
+    payload: { failUntilAttempt: 1, message: 'look, do not touch' },
+  });
+  await waitFor(
+    'the job to fail',
+    async () => (await dashboard.server.queue.getJob(id))?.state === 'failed',
+  );
+  const { page, problems } = await dashboard.openPage();
+  await page.locator('#mode', { hasText: 'read-only' }).waitFor({ timeout: UI_TIMEOUT });
+  const row = page.locator(`#failed tr[data-job-id="${id}"]`);
+  await row.waitFor({ timeout: UI_TIMEOUT });
+  await expect(row.locator('button[data-action="retry"]').isHidden()).resolves.toBe(true);
+  await expect(page.locator('[data-queue-action]').first().isHidden()).resolves.toBe(true);
+
+  await page.goto(`${dashboard.server.url}/jobs-admin?state=failed`);
+  await page
+    .locator('#search-count', { hasText: '1 job matches.' })
+    .waitFor({ timeout: UI_TIMEOUT });
+  await expect(page.locator('#search-retry').isHidden()).resolves.toBe(true);
+  await expect(page.locator('#search-retry').textContent()).resolves.toBe('Retry all 1');
+  expect(problems).toEqual([]);
+}, 60_000);
