@@ -92,7 +92,9 @@ it("finds a job by the start of its id from the keyboard, puts the search in the
   // Bulk actions take no id: a search by id offers none.
   await expect(page.locator('#search-retry').isHidden()).resolves.toBe(true);
 
-  await page.locator(`#search-results tr[data-job-id="${id}"] td`).first().click();
+  // From the keyboard: the row takes the focus, and Enter opens the job.
+  await page.locator(`#search-results tr[data-job-id="${id}"]`).focus();
+  await page.keyboard.press('Enter');
   await page.locator('#job-title', { hasText: id }).waitFor({ timeout: UI_TIMEOUT });
   await expect(page.locator('#job tr[data-field="Last error"]').textContent()).resolves.toContain(
     'disk full',
@@ -109,6 +111,13 @@ it("finds a job by the start of its id from the keyboard, puts the search in the
   const time = page.locator('#search-results time').first();
   await expect(time.getAttribute('title')).resolves.toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
   await page.locator('#job-close').click();
+}, 60_000);
+
+it('lists the instance serving the page, with its last heartbeat', async () => {
+  await page.goto(base());
+  const instance = page.locator('#instances tr[data-instance]');
+  await instance.waitFor({ timeout: UI_TIMEOUT });
+  await expect(instance.locator('td').nth(4).textContent()).resolves.toMatch(/^\d+ s ago$/);
 }, 60_000);
 
 it('pages through every match with More, after the first fifty', async () => {

@@ -191,7 +191,12 @@ export type {
 // The admin API and dashboard.
 export { JobsAdminModule } from './admin/jobs-admin.module.js';
 export { JobsAdminService } from './admin/jobs-admin.service.js';
-export type { FailedAttemptInfo, ListedJobInfo, TaskStats } from './admin/jobs-admin.service.js';
+export type {
+  FailedAttemptInfo,
+  InstanceInfo,
+  ListedJobInfo,
+  TaskStats,
+} from './admin/jobs-admin.service.js';
 export type { TaskInfo } from './admin/task-list.js';
 export type {
   FlowListQuery,

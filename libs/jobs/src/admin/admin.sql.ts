@@ -229,6 +229,26 @@ export function adminSql({ quoted: s }: SchemaName) {
     /** The history row of a job (its last attempt), whatever its state. $1 id */
     history: `SELECT * FROM ${s}."jobHistory" WHERE id = $1`,
 
+    /**
+     * The instances registered, with their heartbeats and what each runs now (the first 20 of its
+     * attempts, oldest first, and how many): the active set, grouped once, through
+     * job_history_active. An instance is alive while its heartbeat is within its own
+     * `instanceTimeout`; a dead one's row stays until a reaper takes its jobs.
+     */
+    instances: `
+      WITH running AS (
+        SELECT "executedBy" AS instance, count(*)::int AS running,
+               (array_agg(json_build_object('id', id, 'task', task, 'startedAt', "startedAt")
+                          ORDER BY "startedAt", id))[1:20] AS jobs
+        FROM ${s}."jobHistory" WHERE state = 'active' GROUP BY 1
+      )
+      SELECT i.id, i.hostname, i.pid, i."startedAt", i."heartbeatAt",
+             i."heartbeatAt" >= now() - make_interval(secs => i."instanceTimeout") AS alive,
+             extract(epoch FROM now() - i."heartbeatAt")::float8 AS "silentForSeconds",
+             COALESCE(r.running, 0) AS running, COALESCE(to_json(r.jobs), '[]') AS jobs
+      FROM ${s}.instances i LEFT JOIN running r ON r.instance = i.id
+      ORDER BY i.id`,
+
     /** A job's failed attempts (migration 16), first first. $1 id */
     attempts: `
       SELECT attempt, "executedBy", "startedAt", "endedAt", error, stack

@@ -37,7 +37,7 @@ function at(value) {
 }
 const secs = (value) => (value === null || value === undefined ? "none" : Math.round(value) + " s");
 const json = (value) => { const text = JSON.stringify(value); return text.length > 120 ? text.slice(0, 117) + "..." : text; };
-function fill(tbody, rows, columns, empty, attrs = (row) => ({ "data-job-id": row.id || "" })) {
+function fill(tbody, rows, columns, empty, attrs = (row) => (row.id ? { "data-job-id": row.id, tabindex: "0" } : { "data-job-id": "" })) {
   tbody.replaceChildren();
   if (rows.length === 0) {
     tbody.append(el("tr", {}, [el("td", { colspan: String(columns.length), class: "empty", text: empty })]));
@@ -136,7 +136,8 @@ function refresh() {
     api("schedules"),
     api("throughput?minutes=60"),
     api("queues"),
-  ]).then(([stats, failed, pending, active, suspended, completed, schedules, throughput, queues]) => {
+    api("instances"),
+  ]).then(([stats, failed, pending, active, suspended, completed, schedules, throughput, queues, instances]) => {
     const t = stats.totals;
     for (const key of ["pending", "blocked", "due", "snoozed", "active", "completed", "failed", "cancelled"]) $("total-" + key).textContent = String(t[key]);
     $("total-oldest").textContent = secs(t.oldestPendingAgeSeconds);
@@ -148,10 +149,14 @@ function refresh() {
     fill($("suspended"), suspended.jobs, [(r) => r.id, (r) => r.task, (r) => (r.waitUntil ? when(r.waitUntil) : "when it is told"), (r) => r.attempt, (r) => button("Cancel", "cancel", r.id)], "No suspended jobs.");
     fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs.");
     fill($("schedules"), schedules.schedules, [(r) => r.name, (r) => r.task, (r) => r.cron, (r) => r.timezone, (r) => r.overlap, (r) => (r.paused ? "paused" : at(r.plannedUntil)), (r) => json(r.payload), scheduleButtons], "No schedules.");
+    fill($("instances"), instances.instances, [(r) => r.id, (r) => r.hostname || "", (r) => r.pid ?? "", (r) => at(r.startedAt), heartbeat, (r) => r.running, runningJobs], "No instance is registered.", (r) => ({ "data-instance": r.id }));
     chart(throughput.minutes);
     $("updated").textContent = "Updated " + new Date().toLocaleTimeString();
   }).catch((err) => say("Cannot load: " + err.message, true));
 }
+const heartbeat = (r) => el("span", { class: r.alive ? "" : "error-text", text: Math.round(r.silentForSeconds) + " s ago" + (r.alive ? "" : " (presumed dead)") });
+// The jobs an instance runs: each opens on a click, as a job's row does.
+const runningJobs = (r) => el("span", {}, r.jobs.map((job) => el("button", { type: "button", class: "job-link", "data-job-id": job.id, title: "Job " + job.id, text: job.task + " " + job.id.slice(0, 13) + "…" })));
 const snoozes = (n) => (n > 1 ? " (" + n + " snoozes)" : "");
 const due = (r) => (r.snoozedUntil ? "snoozed until " + when(r.snoozedUntil) + snoozes(r.snoozes) : when(r.waitUntil));
 const badge = (state) => el("span", { class: "state state-" + state, text: state });
@@ -227,10 +232,17 @@ function stepTimeline(steps) {
 }
 $("job-close").addEventListener("click", () => $("job").close());
 $("job").addEventListener("close", () => { shownJob = ""; });
-// A click on a job's row (not on its buttons) shows the job, whichever list it is in.
+// A click on a job's link, or on its row (not on its buttons), shows the job, whichever list it
+// is in; so does Enter on a row, which Tab reaches.
 document.addEventListener("click", (event) => {
+  const link = event.target.closest("button.job-link");
   const row = event.target.closest("tr[data-job-id]");
-  if (row && row.dataset.jobId && !event.target.closest("button")) showJob(row.dataset.jobId);
+  if (link) showJob(link.dataset.jobId);
+  else if (row && row.dataset.jobId && !event.target.closest("button")) showJob(row.dataset.jobId);
+});
+document.addEventListener("keydown", (event) => {
+  const row = event.target.closest && event.target.closest("tr[data-job-id]");
+  if (event.key === "Enter" && row === event.target && row.dataset.jobId) showJob(row.dataset.jobId);
 });
 ${FLOWS_SCRIPT}
 ${SEARCH_SCRIPT}
@@ -279,7 +291,8 @@ svg rect.done { fill: var(--good); } svg rect.failed { fill: var(--bad); } svg {
 button { cursor: pointer; } small { color: var(--muted); }
 .axis { display: flex; justify-content: space-between; width: 600px; color: var(--muted); font-size: .8rem; }
 .legend-done { color: var(--good); } .legend-failed { color: var(--bad); }
-tr[data-job-id]:not([data-job-id=""]) { cursor: pointer; } tr[data-job-id]:not([data-job-id=""]):hover { background: var(--head); }
+tr[data-job-id]:not([data-job-id=""]), .job-link { cursor: pointer; } .job-link { font: inherit; color: inherit; background: none; border: 0; padding: 0 .4rem 0 0; text-decoration: underline dotted; }
+tr[data-job-id]:focus-visible { outline: 2px solid var(--fg); outline-offset: -2px; } tr[data-job-id]:not([data-job-id=""]):hover { background: var(--head); }
 td code { word-break: break-all; } dialog { width: min(60rem, 90vw); border: 1px solid var(--line); border-radius: 6px; }
 dialog th { width: 8rem; } table.attempts th { width: auto; } pre { margin: 0; white-space: pre-wrap; word-break: break-all; max-height: 20rem; overflow: auto; }
 .state { padding: 0 .4rem; border-radius: 3px; background: var(--soft); } .state-completed { color: var(--good); }
@@ -334,6 +347,8 @@ ${FLOWS_HTML}<h2>Failed</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Completed at</th><th>Took</th><th>Result</th></tr></thead><tbody id="completed"></tbody></table>
 <h2>Recently cancelled</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Cancelled at</th><th></th></tr></thead><tbody id="cancelled"></tbody></table>
+<h2>Instances <small>(registered; what each runs now, its first twenty jobs)</small></h2>
+<table><thead><tr><th>Instance</th><th>Host</th><th>PID</th><th>Started</th><th>Last heartbeat</th><th>Running</th><th>Jobs</th></tr></thead><tbody id="instances"></tbody></table>
 <h2>Schedules</h2>
 <table><thead><tr><th>Name</th><th>Task</th><th>Cron</th><th>Time zone</th><th>Overlap</th><th>Planned until</th><th>Payload</th><th></th></tr></thead><tbody id="schedules"></tbody></table>
 <dialog id="job"><h2 id="job-title"></h2><table><tbody id="job-fields"></tbody></table><p><button type="button" id="job-close">Close</button></p></dialog>

@@ -145,6 +145,12 @@ export function createAdminController(
       return this.admin.triggerSchedule(parseScheduleName(name));
     }
 
+    @Get('api/instances')
+    instances(@Query() query: Query) {
+      parseNoQuery(query);
+      return this.admin.instances();
+    }
+
     @Get('api/queues')
     queues(@Query() query: Query) {
       parseNoQuery(query);

@@ -111,6 +111,28 @@ export interface FailedAttemptInfo {
 }
 
 /**
+ * A registered instance, as the dashboard shows it (`GET api/instances`).
+ *
+ * @publicApi
+ */
+export interface InstanceInfo {
+  /** Its `instanceId`. */
+  id: string;
+  hostname: string | null;
+  pid: number | null;
+  /** When this life of it registered. */
+  startedAt: Date;
+  heartbeatAt: Date;
+  /** Whether its last heartbeat is within its own `instanceTimeout`. */
+  alive: boolean;
+  silentForSeconds: number;
+  /** How many attempts it runs now. */
+  running: number;
+  /** The first 20 of them, oldest first. */
+  jobs: { id: string; task: string; startedAt: string }[];
+}
+
+/**
  * A listed row carries the key it was sorted by and whether it is in a flow (its `flowId` says
  * which), which the API leaves out.
  */
@@ -413,6 +435,11 @@ export class JobsAdminService implements OnModuleInit {
     const found = (await this.planner.listSchedules()).find((schedule) => schedule.name === name);
     if (!found) throw new NotFoundException(`No schedule is named ${JSON.stringify(name)}.`);
     return found;
+  }
+
+  /** The instances registered, each with its heartbeat and the jobs it runs now. */
+  async instances(): Promise<{ instances: InstanceInfo[] }> {
+    return { instances: await this.db.query<InstanceInfo>(this.sql.instances) };
   }
 
   /** Every queue with its state, counts and limits (`JobQueueService.getQueues()`). */
