@@ -1,11 +1,17 @@
 /**
  * `npm run bench:dashboard`: how fast every route of the dashboard's API answers on a big history.
  * A fresh database gets 1,000,000 history rows (BENCH_HISTORY_ROWS) spread over the last 24 hours
- * (mostly completed, some failed, cancelled and interrupted, a few running, twenty tasks) and a
- * queue of 5,000 jobs; then an app with `JobsAdminModule` (running no jobs, so nothing changes
- * underneath) answers each route BENCH_CALLS times (default 50), one call at a time, over HTTP.
- * Prints p50 and p95 per route and whether p95 is under 100 ms. `BENCH_EXPLAIN=1` also prints the
- * executed plans of the statements the page polls.
+ * (mostly completed, some failed, cancelled and interrupted, a few running, twenty tasks in two
+ * queues, two thirds of the rows with a group key) and a queue of 100,000 jobs; then an app with
+ * `JobsAdminModule` (running no jobs, so nothing changes underneath) answers each route
+ * BENCH_CALLS times (default 50), one call at a time, over HTTP. The failed rows' errors vary as a
+ * real history's do: most are a refused connection (to one of 256 addresses), some a timeout, a
+ * few a printer on fire, and ten a tenant's quota; so the searches by error text match many rows,
+ * a handful, or none. Prints p50 and p95 per route and whether p95 is under 100 ms.
+ * `BENCH_EXPLAIN=1` also prints the executed plans of the statements the page polls and of the
+ * searches and counts, with their values bound as the service binds them. `BENCH_TRIGRAM_INDEX=1`
+ * first adds the index docs/operations.md offers for searches by error text on a big history
+ * (`pg_trgm`), to measure what it changes.
  */
 import 'reflect-metadata';
 import { tmpdir } from 'node:os';
@@ -19,20 +25,38 @@ import { adminSql, toSchemaName } from './internals.js';
 import { percentile } from './stats.js';
 
 const HISTORY_ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 1_000_000);
-const QUEUED_JOBS = 5_000;
+const QUEUED_JOBS = 100_000;
 const CALLS = Number(process.env.BENCH_CALLS ?? 50);
 const WARM_UP = 5;
 const TARGET_P95_MS = 100;
 
+/** Error texts of the searches: in 15,000 failed rows, in 10, in none. */
+const COMMON_ERROR = 'ECONNREFUSED';
+const RARE_ERROR = 'quota exceeded';
+const NO_ERROR = 'disk full';
+/** A group key that about 130 failed rows carry (of 20,000). */
+const GROUP_KEY = 'tenant42';
+
 async function fill(client: pg.Client): Promise<void> {
   const started = performance.now();
+  // Every 50th row failed (20,000 of a million): 10 of a tenant's quota, 990 of a printer on fire,
+  // 4,000 of a timeout and 15,000 of a refused connection. Tasks 0 to 4 run in the `emails` queue;
+  // two rows in three have a group key, of 101 tenants (101, not 100, so that the failed rows,
+  // every 50th, spread over them all).
   await client.query(
     `INSERT INTO jobs."jobHistory" (id, task, state, payload, attempt, "maxRetries", "lastErrorMessage",
-                                    "executedBy", "createdAt", "startedAt", "completedAt")
+                                    "executedBy", "createdAt", "startedAt", "completedAt", queue, "groupKey")
      SELECT gen_random_uuid(), 'task' || (i % 20), s.state, '{"to": "someone@example.com"}', 1, 0,
-            CASE WHEN s.state = 'failed' THEN 'the printer is on fire' END, 'bench',
+            CASE WHEN s.state = 'failed' THEN
+              CASE WHEN i % 100000 = 1 THEN 'quota exceeded for tenant 42'
+                   WHEN i % 1000 = 1 THEN 'the printer is on fire'
+                   WHEN i % 250 = 51 THEN 'timeout of 5000ms exceeded'
+                   ELSE 'connect ECONNREFUSED 10.0.0.' || (i / 50 % 256) || ':5432' END
+            END, 'bench',
             t.at - interval '2 seconds', t.at - interval '1 second',
-            CASE WHEN s.state <> 'active' THEN t.at END
+            CASE WHEN s.state <> 'active' THEN t.at END,
+            CASE WHEN i % 20 < 5 THEN 'emails' ELSE 'default' END,
+            CASE WHEN i % 3 <> 0 THEN 'tenant' || (i % 101) END
      FROM generate_series(1, $1) AS i,
           LATERAL (SELECT now() - make_interval(secs => i * 86400.0 / $1) AS at) AS t,
           LATERAL (SELECT CASE WHEN i % 20000 = 0 THEN 'active' WHEN i % 50 = 1 THEN 'failed'
@@ -41,11 +65,20 @@ async function fill(client: pg.Client): Promise<void> {
     [HISTORY_ROWS],
   );
   await client.query(
-    `INSERT INTO jobs.jobs (id, task, "maxRetries", "waitUntil")
-     SELECT gen_random_uuid(), 'task' || (i % 20), 0, now() + make_interval(secs => i)
+    `INSERT INTO jobs.jobs (id, task, "maxRetries", "waitUntil", queue, "groupKey")
+     SELECT gen_random_uuid(), 'task' || (i % 20), 0, now() + make_interval(secs => i),
+            CASE WHEN i % 20 < 5 THEN 'emails' ELSE 'default' END,
+            CASE WHEN i % 3 <> 0 THEN 'tenant' || (i % 101) END
      FROM generate_series(1, $1) AS i`,
     [QUEUED_JOBS],
   );
+  if (process.env.BENCH_TRIGRAM_INDEX) {
+    await client.query(`CREATE EXTENSION IF NOT EXISTS pg_trgm`);
+    await client.query(
+      `CREATE INDEX job_history_error_trgm ON jobs."jobHistory"
+       USING gin ("lastErrorMessage" gin_trgm_ops) WHERE "lastErrorMessage" IS NOT NULL`,
+    );
+  }
   // What autovacuum does to tables this size: statistics, and the visibility map that lets the
   // counts read the index alone.
   await client.query(`VACUUM ANALYZE jobs."jobHistory"`);
@@ -55,15 +88,90 @@ async function fill(client: pg.Client): Promise<void> {
   );
 }
 
-async function explain(client: pg.Client): Promise<void> {
+/**
+ * A search's values, $1 to $9 of every list and count, as the service binds them
+ * (`searchValues`): task, queue, group key, created after and before, the error as an ILIKE
+ * pattern, the first and last ids of an id prefix (whole 8-digit groups only here), and a flow.
+ */
+function searchValues(search: { groupKey?: string; error?: string; idPrefix?: string } = {}) {
+  const { groupKey = null, error, idPrefix } = search;
+  const idRange =
+    idPrefix === undefined
+      ? [null, null]
+      : [`${idPrefix}-0000-0000-0000-000000000000`, `${idPrefix}-ffff-ffff-ffff-ffffffffffff`];
+  return [
+    null,
+    null,
+    groupKey,
+    null,
+    null,
+    error === undefined ? null : `%${error}%`,
+    ...idRange,
+    null,
+  ];
+}
+
+/** Limits as the service binds them: one row more than the page, one more than the count's cap. */
+const PAGE = 51;
+const COUNT = 10_001;
+
+async function explain(
+  client: pg.Client,
+  { idPrefix, cursor }: { idPrefix: string; cursor: { at: string; id: string } },
+): Promise<void> {
   const sql = adminSql(toSchemaName('jobs'));
-  for (const [name, text, values] of [
+  const statements: [string, string, unknown[]][] = [
     ['stats', sql.stats, [60]],
     ['throughput', sql.throughput, [60]],
-    ['listEnded completed', sql.listEnded, ['completed', null, 21, 0]],
-    ['listAll', sql.listAll, [null, 51, 0]],
-  ] as const) {
-    const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, [...values]);
+    ['listEnded completed', sql.listEnded, [...searchValues(), 'completed', 21, 0, null, null]],
+    ['listAll', sql.listAll, [...searchValues(), PAGE, 0, null, null]],
+    [
+      `listEnded failed, error ${COMMON_ERROR}`,
+      sql.listEnded,
+      [...searchValues({ error: COMMON_ERROR }), 'failed', PAGE, 0, null, null],
+    ],
+    [
+      `listEnded failed, error ${RARE_ERROR}`,
+      sql.listEnded,
+      [...searchValues({ error: RARE_ERROR }), 'failed', PAGE, 0, null, null],
+    ],
+    [
+      `listEnded failed, error ${NO_ERROR}`,
+      sql.listEnded,
+      [...searchValues({ error: NO_ERROR }), 'failed', PAGE, 0, null, null],
+    ],
+    [
+      `listAll, error ${COMMON_ERROR}`,
+      sql.listAll,
+      [...searchValues({ error: COMMON_ERROR }), PAGE, 0, null, null],
+    ],
+    [`listAll, id ${idPrefix}`, sql.listAll, [...searchValues({ idPrefix }), PAGE, 0, null, null]],
+    [
+      `listEnded failed, groupKey ${GROUP_KEY}`,
+      sql.listEnded,
+      [...searchValues({ groupKey: GROUP_KEY }), 'failed', PAGE, 0, null, null],
+    ],
+    [
+      'listEnded failed, second page',
+      sql.listEnded,
+      [...searchValues(), 'failed', PAGE, 0, cursor.at, cursor.id],
+    ],
+    [
+      `countEnded failed, error ${COMMON_ERROR}`,
+      sql.countEnded,
+      [...searchValues({ error: COMMON_ERROR }), 'failed', COUNT],
+    ],
+    [
+      `countEnded failed, error ${RARE_ERROR}`,
+      sql.countEnded,
+      [...searchValues({ error: RARE_ERROR }), 'failed', COUNT],
+    ],
+    ['countEnded completed', sql.countEnded, [...searchValues(), 'completed', COUNT]],
+    ['countPending', sql.countPending, [...searchValues(), 'pending', COUNT]],
+    ['countAll', sql.countAll, [...searchValues(), COUNT]],
+  ];
+  for (const [name, text, values] of statements) {
+    const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, values);
     console.log(`\n${name}:\n${rows.map((row) => row['QUERY PLAN']).join('\n')}`);
   }
 }
@@ -96,7 +204,6 @@ try {
   await app.listen(0, '127.0.0.1');
   try {
     await fill(client);
-    if (process.env.BENCH_EXPLAIN) await explain(client);
     const base = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}/jobs-admin`;
     const pick = async (text: string) => (await client.query<{ id: string }>(text)).rows;
     const [done] = await pick(`SELECT id FROM jobs."jobHistory" WHERE state = 'completed' LIMIT 1`);
@@ -106,6 +213,33 @@ try {
     );
     const queued = await pick(`SELECT id FROM jobs.jobs LIMIT ${CALLS + WARM_UP}`);
     const action = { method: 'POST', headers: { 'x-jobs-admin': '1' } };
+    // An id prefix of 8 digits (one job of a million, a range of the primary key): a completed
+    // job's, so that the search is not answered by the queue's first rows.
+    const idPrefix = done.id.slice(0, 8);
+    // The second page of the failed jobs starts at the first page's `next`.
+    const firstPage = (await (await fetch(`${base}/api/jobs?state=failed&limit=50`)).json()) as {
+      next: string | null;
+    };
+    if (firstPage.next === null) throw new Error('The first page of failed jobs has no next page.');
+    const next = encodeURIComponent(firstPage.next);
+    // How many failed jobs each search matches, to read the times by.
+    const searches: Record<string, string>[] = [
+      { error: COMMON_ERROR },
+      { error: RARE_ERROR },
+      { error: NO_ERROR },
+      { groupKey: GROUP_KEY },
+    ];
+    for (const search of searches) {
+      const query = new URLSearchParams({ state: 'failed', ...search });
+      const res = await fetch(`${base}/api/jobs/count?${query}`);
+      console.log(
+        `Failed jobs matching ${JSON.stringify(search)}: ${JSON.stringify(await res.json())}`,
+      );
+    }
+    if (process.env.BENCH_EXPLAIN) {
+      const cursor = JSON.parse(Buffer.from(firstPage.next, 'base64url').toString());
+      await explain(client, { idPrefix, cursor });
+    }
 
     // Every route of the API: the seven the page polls every 2 s first, then the others.
     const routes: [string, (i: number) => Promise<number>][] = [
@@ -129,6 +263,42 @@ try {
         'GET jobs?state=completed&offset=5000',
         () => time(`${base}/api/jobs?state=completed&offset=5000`),
       ],
+      // The search. An error text is not in any index: each failed entry's row is read to test it,
+      // newest first, until the page is full; a rare text reads most of them, a text that matches
+      // nothing every one (20,000).
+      [
+        `GET jobs?state=failed&error=${COMMON_ERROR}`,
+        () => time(`${base}/api/jobs?state=failed&error=${COMMON_ERROR}`),
+      ],
+      [
+        `GET jobs?state=failed&error=${RARE_ERROR}`,
+        () => time(`${base}/api/jobs?state=failed&error=${encodeURIComponent(RARE_ERROR)}`),
+      ],
+      [
+        `GET jobs?state=failed&error=${NO_ERROR}`,
+        () => time(`${base}/api/jobs?state=failed&error=${encodeURIComponent(NO_ERROR)}`),
+      ],
+      [`GET jobs?error=${COMMON_ERROR}`, () => time(`${base}/api/jobs?error=${COMMON_ERROR}`)],
+      [`GET jobs?id=<8 digits>`, () => time(`${base}/api/jobs?id=${idPrefix}`)],
+      [
+        `GET jobs?state=failed&groupKey=${GROUP_KEY}`,
+        () => time(`${base}/api/jobs?state=failed&groupKey=${GROUP_KEY}`),
+      ],
+      [
+        'GET jobs?state=failed&cursor=<next>',
+        () => time(`${base}/api/jobs?state=failed&limit=50&cursor=${next}`),
+      ],
+      [
+        `GET jobs/count?state=failed&error=${COMMON_ERROR}`,
+        () => time(`${base}/api/jobs/count?state=failed&error=${COMMON_ERROR}`),
+      ],
+      [
+        `GET jobs/count?state=failed&error=${RARE_ERROR}`,
+        () => time(`${base}/api/jobs/count?state=failed&error=${encodeURIComponent(RARE_ERROR)}`),
+      ],
+      ['GET jobs/count?state=completed', () => time(`${base}/api/jobs/count?state=completed`)],
+      ['GET jobs/count?state=pending', () => time(`${base}/api/jobs/count?state=pending`)],
+      ['GET jobs/count (every state)', () => time(`${base}/api/jobs/count`)],
       ['GET jobs/:id', () => time(`${base}/api/jobs/${done.id}`)],
       ['POST jobs/:id/retry', (i) => time(`${base}/api/jobs/${failed[i].id}/retry`, action)],
       ['POST jobs/:id/cancel', (i) => time(`${base}/api/jobs/${queued[i].id}/cancel`, action)],

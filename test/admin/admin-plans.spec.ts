@@ -4,7 +4,7 @@ import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
 import { metricsSql } from '../../libs/jobs/src/metrics/metrics.sql.js';
 import { resolveJobsOptions } from '../../libs/jobs/src/options/resolve-options.js';
 import { SchemaMigrator } from '../../libs/jobs/src/schema/schema-migrator.js';
-import { planNodes, withParentNames } from '../support/query-plan.js';
+import { executedPlanNodes, planNodes, withParentNames } from '../support/query-plan.js';
 import type { PlanNode } from '../support/query-plan.js';
 import { useTestDatabase } from '../support/test-database.js';
 
@@ -179,4 +179,35 @@ it('chooses a page of one state and task from the index alone, visiting only the
   expect(all.filter((node) => node['Index Name'] === 'job_history_state_ended_at')).toEqual([
     expect.objectContaining({ 'Node Type': 'Index Only Scan' }),
   ]);
+});
+
+it('walks a state to its page even when the queue holds more jobs than the state has rows', async () => {
+  // 4,000 failed rows and, now, 11,000 queued jobs: an anti-join of history against the queue
+  // would expect every failed row to be queued again, and read and sort the whole state.
+  await db.query(
+    `INSERT INTO jobs.jobs (id, task, "maxRetries", "waitUntil")
+     SELECT gen_random_uuid(), 'task' || (i % 20), 0, now() + make_interval(secs => i)
+     FROM generate_series(1, 10000) AS i`,
+  );
+  await db.query('ANALYZE jobs.jobs');
+  for (const values of [
+    [...ANY, 'failed', ...PAGE, ...NO_CURSOR],
+    [
+      ...ANY,
+      'failed',
+      ...PAGE,
+      '2026-12-05 04:00:00.123456+00',
+      '00000000-0000-4000-8000-000000000000',
+    ],
+  ]) {
+    const all = withParentNames(await executedPlanNodes(db, sql.listEnded, values));
+    expect(all.filter((node) => /Anti Join/.test(node['Node Type']))).toEqual([]);
+    // The one sort is the page's own.
+    const sorted = all.filter((node) => node['Node Type'] === 'Sort');
+    expect(sorted.map((node) => node['Actual Rows']! <= 51)).toEqual(sorted.map(() => true));
+    const walked = all.filter((node) => node['Index Name'] === 'job_history_state_ended_at');
+    expect(walked).toEqual([expect.objectContaining({ 'Actual Rows': expect.any(Number) })]);
+    // The page's rows and a few more: never the state's 4,000.
+    expect(walked[0]['Actual Rows']).toBeLessThanOrEqual(100);
+  }
 });

@@ -72,8 +72,15 @@ export function adminSql({ quoted: s }: SchemaName) {
     ${progressPreview} AS "progressPreview", h.queue, h."groupKey",
     ${resultPreview} AS "resultPreview", h.snoozes, NULL::timestamptz AS "snoozedUntil", h."inFlow", ${sortAt} AS "sortAt",
     ${sortAt}::text AS "cursorAt"`;
+  /*
+   * A history row whose job is queued again (a retry, a snooze) is listed as that queued job. The
+   * look-up is one primary-key probe per row read, kept so by OFFSET 0: without it PostgreSQL
+   * plans an anti-join, and once the queue holds more jobs than the history rows it expects to
+   * check, it expects every row to be queued again, so it reads and sorts the whole state for a
+   * page of fifty instead of walking the index to the page (admin-plans.spec.ts holds it).
+   */
   const notQueuedAs = (alias: string) =>
-    `NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = ${alias}.id)`;
+    `NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = ${alias}.id OFFSET 0)`;
   const notQueued = notQueuedAs('h');
   /*
    * The search, $1 to $9: the filter of the bulk calls ($1-$6, `filterSql`, so that a count is
@@ -258,10 +265,10 @@ export function adminSql({ quoted: s }: SchemaName) {
      * Per task: queued (pending, and blocked in a flow), due, snoozed and running counts, the jobs that ended in the last $1
      * minutes, and how long the longest-waiting due job has waited. The page asks every 2 s: ended
      * jobs are counted in a recent window only, a range of an index on "completedAt", never across
-     * the whole history. Whether a failed job is queued again is a join, not a subquery per row: the
-     * planner prices a correlated subquery for every row of the window, and past
-     * `jit_above_cost` each poll would pay for JIT compilation (see "The dashboard on a big
-     * history" in docs/performance.md). $1 minutes
+     * the whole history. Whether a failed job is queued again is a look-up per failed row of the
+     * window (a few), not a join: a join hashed every queued id on every poll, a cost that grows
+     * with the queue. The service runs it without JIT (`read`), which its estimated cost would
+     * pass (see "The dashboard on a big history" in docs/performance.md). $1 minutes
      */
     stats: `
       WITH queued AS (
@@ -277,12 +284,11 @@ export function adminSql({ quoted: s }: SchemaName) {
       ), ended AS (
         SELECT h.task,
                count(*) FILTER (WHERE h.state = 'completed')::int AS completed,
-               count(*) FILTER (WHERE h.state = 'failed' AND q.id IS NULL)::int AS failed,
-               count(*) FILTER (WHERE h.state = 'interrupted' AND q.id IS NULL)::int AS interrupted,
+               count(*) FILTER (WHERE h.state = 'failed' AND ${notQueued})::int AS failed,
+               count(*) FILTER (WHERE h.state = 'interrupted' AND ${notQueued})::int AS interrupted,
                count(*) FILTER (WHERE h.state = 'cancelled')::int AS cancelled,
                count(*) FILTER (WHERE h.state = 'skipped')::int AS skipped
         FROM ${s}."jobHistory" h
-        LEFT JOIN ${s}.jobs q ON q.id = h.id AND h.state IN ('failed', 'interrupted')
         WHERE h.state IN ('completed', 'failed', 'interrupted', 'cancelled', 'skipped')
           AND h."completedAt" >= now() - make_interval(mins => $1)
         GROUP BY h.task
