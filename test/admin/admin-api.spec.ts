@@ -208,6 +208,22 @@ describe('POST api/jobs/:id/cancel', () => {
   });
 });
 
+describe('POST api/jobs/:id/run', () => {
+  it('makes a pending job that waits for its time due now, and then refuses (409): it ran', async () => {
+    const id = (
+      await server.queue.addJob({ task: 'flaky', waitUntil: new Date(Date.now() + 3600_000) })
+    ).id;
+    const { job } = await json(post(`jobs/${id}/run`));
+    expect(job.id).toBe(id);
+    expect(new Date(job.waitUntil ?? 0).getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+    await ended(id, 'completed');
+    expect((await json(post(`jobs/${id}/run`), 409)).message).toBe(
+      `Job ${id} is completed and cannot be run now: only a pending job that is not due yet can.`,
+    );
+    await json(post(`jobs/${randomUUID()}/run`), 404);
+  });
+});
+
 describe('GET api/throughput', () => {
   it('gives one entry per minute, counting the jobs that ended in it', async () => {
     const { minutes } = await json(api('throughput?minutes=5'));

@@ -32,3 +32,31 @@ it('shows a read-only viewer every job, and no button that acts', async () => {
   await expect(page.locator('#search-retry').textContent()).resolves.toBe('Retry all 1');
   expect(problems).toEqual([]);
 }, 60_000);
+
+it('asks nothing while its tab is in the background, and catches up when it comes back', async () => {
+  const { page, problems } = await dashboard.openPage();
+  const polls: number[] = [];
+  page.on('request', (request) => {
+    if (request.url().endsWith('/jobs-admin/api/stats')) polls.push(Date.now());
+  });
+  await page.waitForRequest((request) => request.url().endsWith('/api/stats'), {
+    timeout: UI_TIMEOUT,
+  });
+  // The test has no DOM types: the page's code is text.
+  const setHidden = (hidden: boolean) =>
+    page.evaluate(`(() => {
+      Object.defineProperty(document, 'hidden', { value: ${hidden}, configurable: true });
+      document.dispatchEvent(new Event('visibilitychange'));
+    })()`);
+  await setHidden(true);
+  const hiddenAt = Date.now();
+  // Two polling periods (2 s each) go by without a poll.
+  await page.waitForTimeout(4500);
+  expect(polls.filter((at) => at > hiddenAt + 100)).toEqual([]);
+  const back = page.waitForRequest((request) => request.url().endsWith('/api/stats'), {
+    timeout: 1000,
+  });
+  await setHidden(false);
+  await back;
+  expect(problems).toEqual([]);
+}, 60_000);

@@ -113,6 +113,30 @@ it("finds a job by the start of its id from the keyboard, puts the search in the
   await page.locator('#job-close').click();
 }, 60_000);
 
+it('runs a job that waits for its time from its page, which shows the getJob call for it', async () => {
+  const { id } = await dashboard.server.queue.addJob({
+    task: 'flaky',
+    waitUntil: new Date(Date.now() + 3600_000),
+  });
+  await page.goto(`${base()}?id=${id}`);
+  await page.locator(`#search-results tr[data-job-id="${id}"] td`).first().click();
+  await page.locator('#job-title', { hasText: id }).waitFor({ timeout: UI_TIMEOUT });
+  await expect(page.locator('#job-snippet').textContent()).resolves.toBe(
+    `await queue.getJob('${id}');`,
+  );
+  await page.locator('#job-actions button[data-action="run"]').click();
+  await page
+    .locator('#note', { hasText: `Job ${id} is due now.` })
+    .waitFor({ timeout: UI_TIMEOUT });
+  await waitFor('the job to complete', async () => (await stateOf(id)) === 'completed');
+  // Its page follows: completed, with nothing left to run or cancel.
+  await page
+    .locator('#job tr[data-field="State"] .state-completed')
+    .waitFor({ timeout: UI_TIMEOUT });
+  await expect(page.locator('#job-actions button').count()).resolves.toBe(0);
+  await page.locator('#job-close').click();
+}, 60_000);
+
 it('lists the instance serving the page, with its last heartbeat', async () => {
   await page.goto(base());
   const instance = page.locator('#instances tr[data-instance]');

@@ -55,7 +55,9 @@ function act(path, done) {
     .then(() => { say(done); return refresh(); })
     .catch((err) => say(err.message, true));
 }
-const JOB_DONE = { retry: " queued again.", cancel: " cancelled." };
+const JOB_DONE = { retry: " queued again.", cancel: " cancelled.", run: " is due now." };
+// A pending job that waits for its time (a later start, a retry's backoff, a snooze) can be run now.
+const waitsForItsTime = (job) => job.state === "pending" && job.waitUntil && new Date(job.waitUntil) > Date.now();
 const SCHEDULE_DONE = { pause: " paused.", resume: " resumed.", trigger: " triggered: one run now." };
 const QUEUE_DONE = { pause: " paused.", resume: " resumed." };
 function retryFailed(task) {
@@ -144,7 +146,7 @@ function refresh() {
     fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => r.cancelled, (r) => r.snoozed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
     fill($("queues"), queues.queues, [(r) => r.name, (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name }));
     fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorPreview || "" }), (r) => at(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
-    fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, due, (r) => r.attempt, (r) => r.lastErrorPreview || "", (r) => button("Cancel", "cancel", r.id)], "Nothing queued.");
+    fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, due, (r) => r.attempt, (r) => r.lastErrorPreview || "", (r) => el("span", {}, [waitsForItsTime(r) ? button("Run now", "run", r.id) : "", " ", button("Cancel", "cancel", r.id)])], "Nothing queued.");
     fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => at(r.startedAt), (r) => listedProgress(r.progressPreview), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
     fill($("suspended"), suspended.jobs, [(r) => r.id, (r) => r.task, (r) => (r.waitUntil ? when(r.waitUntil) : "when it is told"), (r) => r.attempt, (r) => button("Cancel", "cancel", r.id)], "No suspended jobs.");
     fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs.");
@@ -196,7 +198,17 @@ function renderJob({ job, history, attempts }) {
   rows.push(row("Payload", full(job.payload)), row("Result", job.result === null ? "none" : full(job.result)));
   $("job-title").textContent = "Job " + job.id;
   $("job-fields").replaceChildren(...rows);
+  $("job-actions").replaceChildren(...jobActions(job));
+  $("job-snippet").textContent = "await queue.getJob('" + job.id + "');";
   if (!$("job").open) $("job").showModal();
+}
+// What can be done to the job in its state, as the lists offer it.
+function jobActions(job) {
+  const actions = [];
+  if (["failed", "interrupted", "cancelled"].includes(job.state)) actions.push(button("Retry", "retry", job.id));
+  if (waitsForItsTime(job)) actions.push(button("Run now", "run", job.id));
+  if (["blocked", "pending", "suspended", "active"].includes(job.state)) actions.push(button("Cancel", "cancel", job.id));
+  return actions.flatMap((action) => [action, " "]);
 }
 // Every attempt that ended or runs: each failed one as recorded, then the last from history.
 function attemptLog(attempts, history) {
@@ -231,6 +243,11 @@ function stepTimeline(steps) {
   ])));
 }
 $("job-close").addEventListener("click", () => $("job").close());
+// The page's own origin is a secure context on localhost and behind HTTPS, where the clipboard works.
+$("job-copy").addEventListener("click", () => {
+  const copying = navigator.clipboard ? navigator.clipboard.writeText($("job-snippet").textContent) : Promise.reject(new Error("no clipboard here"));
+  copying.then(() => say("Copied.")).catch((err) => say("Cannot copy: " + err.message + "; select the text instead.", true));
+});
 $("job").addEventListener("close", () => { shownJob = ""; });
 // A click on a job's link, or on its row (not on its buttons), shows the job, whichever list it
 // is in; so does Enter on a row, which Tab reaches.
@@ -262,7 +279,9 @@ api("access")
   })
   .catch((err) => say("Cannot load: " + err.message, true));
 refresh();
-setInterval(refresh, 2000);
+// A tab in the background asks nothing: an operator's forgotten tabs do not load the database.
+setInterval(() => { if (!document.hidden) refresh(); }, 2000);
+document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
 `;
 
 const STYLE = `
@@ -351,7 +370,8 @@ ${FLOWS_HTML}<h2>Failed</h2>
 <table><thead><tr><th>Instance</th><th>Host</th><th>PID</th><th>Started</th><th>Last heartbeat</th><th>Running</th><th>Jobs</th></tr></thead><tbody id="instances"></tbody></table>
 <h2>Schedules</h2>
 <table><thead><tr><th>Name</th><th>Task</th><th>Cron</th><th>Time zone</th><th>Overlap</th><th>Planned until</th><th>Payload</th><th></th></tr></thead><tbody id="schedules"></tbody></table>
-<dialog id="job"><h2 id="job-title"></h2><table><tbody id="job-fields"></tbody></table><p><button type="button" id="job-close">Close</button></p></dialog>
+<dialog id="job" aria-labelledby="job-title"><h2 id="job-title"></h2><p id="job-actions"></p><table><tbody id="job-fields"></tbody></table>
+<p><code id="job-snippet"></code> <button type="button" id="job-copy">Copy</button></p><p><button type="button" id="job-close">Close</button></p></dialog>
 <script>${SCRIPT}</script>
 </body>
 </html>

@@ -105,6 +105,13 @@ export function createAdminController(
       return this.admin.retryJob(parseJobId(id));
     }
 
+    @Post('api/jobs/:id/run')
+    @UseGuards(actions)
+    @HttpCode(200)
+    runNow(@Param('id') id: string) {
+      return this.admin.runJobNow(parseJobId(id));
+    }
+
     @Post('api/jobs/:id/cancel')
     @UseGuards(actions)
     @HttpCode(200)

@@ -322,6 +322,14 @@ export class JobsAdminService implements OnModuleInit {
     return { job: (await this.queue.getJob(id))! };
   }
 
+  /** Makes a pending job that waits for its time due now (`JobQueueService.runJobNow`). */
+  async runJobNow(id: string): Promise<{ job: JobInfo }> {
+    if (!(await this.queue.runJobNow(id))) {
+      await this.refuse(id, 'run now', 'only a pending job that is not due yet');
+    }
+    return { job: (await this.queue.getJob(id))! };
+  }
+
   /** `JobQueueService.retryJobs`: how many jobs were queued again. */
   async retryJobs(filter: RetryJobsFilter): Promise<{ retried: number }> {
     return { retried: await this.queue.retryJobs(filter) };

@@ -287,8 +287,8 @@ export class JobQueueService {
   }
 
   /**
-   * Cancels, as `cancelJob` does, every job that matches `filter` (`state`: `pending`, `active`, or
-   * both by default) and was enqueued before the call. In batches, each its own transaction.
+   * Cancels, as `cancelJob` does, every job that matches `filter` (`JobFilter`; `state`: `blocked`,
+   * `pending`, `suspended`, `active`, all four by default) and was enqueued before the call. In batches, each its own transaction.
    * Returns how many jobs it cancelled. Throws `InvalidJobFilterError` on a bad filter, before
    * anything is changed.
    */
@@ -315,6 +315,21 @@ export class JobQueueService {
   retryJob(id: string): Promise<boolean> {
     assertJobId(id);
     return this.bulk.retryJob(id);
+  }
+
+  /**
+   * Makes a pending job due now: one waiting for its `waitUntil`, a retry's backoff or a snooze.
+   * Returns `false` when the job is not pending and waiting (already due, blocked in a flow,
+   * suspended, running, ended, or unknown). The instances are woken, as by an enqueue.
+   */
+  async runJobNow(id: string): Promise<boolean> {
+    assertJobId(id);
+    const [{ due }] = await this.db.query<{ due: number }>(this.sql.runJobNow, [
+      id,
+      this.channel,
+      NEW_JOB_NOTIFICATION,
+    ]);
+    return due > 0;
   }
 
   private reportCancelled(jobs: readonly ChangedJob[]): void {

@@ -356,6 +356,22 @@ export function queueSql({ quoted: s }: SchemaName) {
       ],
     ),
 
+    /**
+     * Makes job $1 due now if it is pending and not due yet (a later `waitUntil`, a retry's
+     * backoff, a snooze), and wakes the instances ($2 channel, $3 the `newJob` notification). Not
+     * a blocked flow job nor a suspended one: what they wait for is not a time to skip. Safe
+     * against a claim as `awaitJob`'s update is (see there).
+     */
+    runJobNow: `
+      WITH due AS (
+        UPDATE ${s}.jobs j SET "waitUntil" = now()
+        WHERE id = $1 AND "waitUntil" > now() AND ${queuedJobState('j')} = 'pending'
+        RETURNING id
+      ), woken AS (
+        SELECT pg_notify($2, $3) FROM due
+      )
+      SELECT (SELECT count(*) FROM due)::int AS due, (SELECT count(*) FROM woken)::int AS woken`,
+
     /** The database's clock: the bound of a bulk call's batches. */
     now: `SELECT now() AS now`,
 
