@@ -137,11 +137,16 @@ it('runs a job that waits for its time from its page, which shows the getJob cal
   await page.locator('#job-close').click();
 }, 60_000);
 
-it('lists the instance serving the page, with its last heartbeat', async () => {
+it('lists the instance serving the page, with its last heartbeat, and the durations by task', async () => {
   await page.goto(base());
   const instance = page.locator('#instances tr[data-instance]');
   await instance.waitFor({ timeout: UI_TIMEOUT });
   await expect(instance.locator('td').nth(4).textContent()).resolves.toMatch(/^\d+ s ago$/);
+  // And how long the task's jobs took, with its failure rate, over the last hour.
+  const flaky = page.locator('#durations tr[data-task="flaky"] td');
+  await flaky.first().waitFor({ timeout: UI_TIMEOUT });
+  await expect(flaky.nth(3).textContent()).resolves.toMatch(/^\d+\.\d %$/);
+  await expect(flaky.nth(4).textContent()).resolves.toMatch(/^\d+ ms$|^\d+\.\d s$/);
 }, 60_000);
 
 it('pages through every match with More, after the first fifty', async () => {

@@ -195,6 +195,7 @@ export type {
   FailedAttemptInfo,
   InstanceInfo,
   ListedJobInfo,
+  TaskDurations,
   TaskStats,
 } from './admin/jobs-admin.service.js';
 export type { TaskInfo } from './admin/task-list.js';

@@ -1,3 +1,5 @@
+import { LISTED_STATES } from './admin-input.js';
+
 /**
  * The dashboard's Find section: jobs searched by state, task, queue, group, error text, id (or
  * its start), flow and creation time, a page at a time (`GET api/jobs` with its cursor), counted
@@ -117,17 +119,6 @@ if ([...linked.keys()].some((name) => SEARCH_FIELDS.includes(name))) {
 }
 `;
 
-const STATES = [
-  'blocked',
-  'pending',
-  'suspended',
-  'active',
-  'completed',
-  'failed',
-  'interrupted',
-  'cancelled',
-  'skipped',
-];
 const input = (name: string, label: string, attrs = '') =>
   `<label>${label} <input name="${name}" id="search-${name}" autocomplete="off"${attrs}></label>`;
 
@@ -135,7 +126,7 @@ export const SEARCH_HTML = `
 <section id="find" aria-labelledby="find-title">
 <h2 id="find-title">Find jobs <small>(the search is in the address: copy it to share it)</small></h2>
 <form id="search" role="search">
-<label>State <select name="state" id="search-state"><option value="">any</option>${STATES.map((state) => `<option>${state}</option>`).join('')}</select></label>
+<label>State <select name="state" id="search-state"><option value="">any</option>${LISTED_STATES.map((state) => `<option>${state}</option>`).join('')}</select></label>
 ${input('task', 'Task')}
 ${input('queue', 'Queue')}
 ${input('groupKey', 'Group')}

@@ -202,6 +202,11 @@ export function createAdminController(
       return this.admin.retryFlow(parseFlowId(id));
     }
 
+    @Get('api/durations')
+    durations(@Query() query: Query) {
+      return this.admin.durations(parseMinutes(query));
+    }
+
     @Get('api/throughput')
     throughput(@Query() query: Query) {
       return this.admin.throughput(parseMinutes(query));

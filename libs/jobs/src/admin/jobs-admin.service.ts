@@ -111,6 +111,26 @@ export interface FailedAttemptInfo {
 }
 
 /**
+ * A task's line of `GET api/durations`: its jobs that ended in the window, and how long the
+ * completed ones took.
+ *
+ * @publicApi
+ */
+export interface TaskDurations {
+  task: string;
+  completed: number;
+  /**
+   * Whose last attempt failed in the window (one that waits for its retry included, until the
+   * retry starts).
+   */
+  failed: number;
+  /** `failed / (completed + failed)`, from 0 to 1. */
+  failureRate: number;
+  /** From start to end of the completed ones, in ms; `null` when none completed. */
+  durationMs: { p50: number; p95: number; p99: number } | null;
+}
+
+/**
  * A registered instance, as the dashboard shows it (`GET api/instances`).
  *
  * @publicApi
@@ -392,6 +412,31 @@ export class JobsAdminService implements OnModuleInit {
   /** `JobQueueService.retryFlow`: how many of the flow's jobs were queued again. */
   retryFlow(flowId: string): Promise<{ retried: number }> {
     return this.flows.retry(flowId);
+  }
+
+  /**
+   * Per task, over the jobs that ended in the last `minutes`: completed and failed counts, the
+   * failure rate, and the completed jobs' durations (p50, p95, p99).
+   */
+  async durations(minutes: number): Promise<{ minutes: number; tasks: TaskDurations[] }> {
+    const rows = await this.read<{
+      task: string;
+      completed: number;
+      failed: number;
+      durationsMs: number[] | null;
+    }>(this.sql.durations, [minutes]);
+    const tasks = rows.map(({ task, completed, failed, durationsMs }) => ({
+      task,
+      completed,
+      failed,
+      failureRate: failed / (completed + failed),
+      durationMs: durationsMs && {
+        p50: durationsMs[0],
+        p95: durationsMs[1],
+        p99: durationsMs[2],
+      },
+    }));
+    return { minutes, tasks };
   }
 
   async throughput(

@@ -2,6 +2,18 @@ import type { SchemaName } from '../database/schema-name.js';
 import { DEFAULT_PARTITION, isTimePartitionName } from '../history-partitions/partition-range.js';
 
 export function retentionSql({ quoted: s }: SchemaName) {
+  /**
+   * At most $2 rows of `table` (a job's records beside its history, keyed by "jobId" and `key`)
+   * whose job, of an id below $3, is gone from the queue and from history, locked for deletion.
+   */
+  const expiredRecords = (table: string, key: string) => `
+        SELECT r."jobId", r.${key} FROM ${s}.${table} r
+        WHERE r."jobId" < $3::uuid
+          AND NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = r."jobId")
+          AND NOT EXISTS (SELECT 1 FROM ${s}."jobHistory" h WHERE h.id = r."jobId")
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED`;
+
   return {
     /**
      * Deletes at most $2 rows of `partition`, a partition of `jobHistory` (the default partition,
@@ -113,14 +125,7 @@ export function retentionSql({ quoted: s }: SchemaName) {
      * $1 historyExpiration (seconds) $2 batch size $3 the id bound of now − $1
      */
     pruneJobRecords: `
-      WITH orphaned AS (
-        SELECT st."jobId", st.name FROM ${s}."jobStep" st
-        WHERE st."jobId" < $3::uuid
-          AND NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = st."jobId")
-          AND NOT EXISTS (SELECT 1 FROM ${s}."jobHistory" h WHERE h.id = st."jobId")
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED
-      ), steps AS (
+      WITH orphaned AS (${expiredRecords('"jobStep"', 'name')}), steps AS (
         DELETE FROM ${s}."jobStep" st USING orphaned o
         WHERE st."jobId" = o."jobId" AND st.name = o.name
         RETURNING 1
@@ -129,14 +134,7 @@ export function retentionSql({ quoted: s }: SchemaName) {
         WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = w."jobId" AND j."waitingFor" IS NOT NULL)
       ), events AS (
         DELETE FROM ${s}."jobEvent" e WHERE e."createdAt" < now() - make_interval(secs => $1)
-      ), "expiredAttempts" AS (
-        SELECT a."jobId", a.attempt FROM ${s}."jobAttempt" a
-        WHERE a."jobId" < $3::uuid
-          AND NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = a."jobId")
-          AND NOT EXISTS (SELECT 1 FROM ${s}."jobHistory" h WHERE h.id = a."jobId")
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED
-      ), attempts AS (
+      ), "expiredAttempts" AS (${expiredRecords('"jobAttempt"', 'attempt')}), attempts AS (
         DELETE FROM ${s}."jobAttempt" a USING "expiredAttempts" x
         WHERE a."jobId" = x."jobId" AND a.attempt = x.attempt
         RETURNING 1
