@@ -86,6 +86,18 @@ it('shows a flow with its jobs, cancels it and retries it from the page, and a b
   expect(await statesOf(flow)).toEqual({ pick: 'completed', pack: 'completed', ship: 'completed' });
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-flow-retried.png'), fullPage: true });
 
+  // A flow job's page, found by its id, links to its flow.
+  await page.goto(`${dashboard.server.url}/jobs-admin?id=${flow.jobs.ship}`);
+  await expect(page.locator('#flow').isHidden()).resolves.toBe(true);
+  await page
+    .locator(`#search-results tr[data-job-id="${flow.jobs.ship}"] td`)
+    .first()
+    .click({ timeout: UI_TIMEOUT });
+  await page.locator('#job tr[data-field="Flow"] button').click({ timeout: UI_TIMEOUT });
+  await page.locator('#job').waitFor({ state: 'hidden', timeout: UI_TIMEOUT });
+  await page.locator('#flow-title', { hasText: 'order-7' }).waitFor({ timeout: UI_TIMEOUT });
+  await expect(shipRow.textContent()).resolves.toMatch(/ship.*pickOrder\s*completed\s*pack$/);
+
   // A big flow: the page draws its first 200 jobs and says how many it leaves out.
   const later = new Date(Date.now() + 3600_000);
   const big = await dashboard.server.queue.addFlow({

@@ -190,6 +190,9 @@ function renderJob({ job, history, attempts }) {
   if (history && history.snoozes > 0) rows.push(row("Snoozed", history.snoozes === 1 ? "once" : history.snoozes + " times"));
   if (job.waitingFor) rows.push(row("Waits for", waitingFor(job.waitingFor)));
   if (job.steps && job.steps.length > 0) rows.push(row("Steps", stepTimeline(job.steps)));
+  rows.push(row("Queue", job.queue + (job.groupKey ? ", group " + job.groupKey : "")));
+  // A flow's job opens its flow: every job of it, with what each depends on.
+  if (job.flowId) rows.push(row("Flow", el("button", { type: "button", class: "flow-link", text: job.flowId, onclick: () => { $("job").close(); showFlow(job.flowId).then(() => $("flow").scrollIntoView()); } })));
   const log = attemptLog(attempts, history);
   if (log) rows.push(row("Attempt log", log));
   if (job.executedBy) rows.push(row("Instance", job.executedBy));
@@ -319,7 +322,7 @@ svg rect.done { fill: var(--good); } svg rect.failed { fill: var(--bad); } svg {
 button { cursor: pointer; } small { color: var(--muted); }
 .axis { display: flex; justify-content: space-between; width: 600px; color: var(--muted); font-size: .8rem; }
 .legend-done { color: var(--good); } .legend-failed { color: var(--bad); }
-tr[data-job-id]:not([data-job-id=""]), .job-link { cursor: pointer; } .job-link { font: inherit; color: inherit; background: none; border: 0; padding: 0 .4rem 0 0; text-decoration: underline dotted; }
+tr[data-job-id]:not([data-job-id=""]), .job-link, .flow-link { cursor: pointer; } .job-link, .flow-link { font: inherit; color: inherit; background: none; border: 0; padding: 0 .4rem 0 0; text-decoration: underline dotted; }
 tr[data-job-id]:focus-visible { outline: 2px solid var(--fg); outline-offset: -2px; } tr[data-job-id]:not([data-job-id=""]):hover { background: var(--head); }
 td code { word-break: break-all; } dialog { width: min(60rem, 90vw); border: 1px solid var(--line); border-radius: 6px; }
 dialog th { width: 8rem; } table.attempts th { width: auto; } pre { margin: 0; white-space: pre-wrap; word-break: break-all; max-height: 20rem; overflow: auto; }
