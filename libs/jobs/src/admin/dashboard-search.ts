@@ -149,6 +149,6 @@ ${input('before', 'to', ' type="datetime-local"')}
 export const SEARCH_STYLE = `
 #search { display: flex; flex-wrap: wrap; gap: .4rem .8rem; align-items: end; }
 #search label { display: flex; flex-direction: column; font-size: .85rem; color: var(--muted); }
-#search input, #search select { font: inherit; padding: .2rem .3rem; min-width: 9rem; }
+#search input, #search select { font: inherit; padding: .2rem .3rem; min-width: 9rem; box-sizing: border-box; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
 `;
