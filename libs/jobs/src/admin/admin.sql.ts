@@ -1,7 +1,7 @@
 import type { SchemaName } from '../database/schema-name.js';
 import { queuedJobState, queuedWaitUntil } from '../common/job-states.js';
 import { flowJobState } from '../job-queue/flows.sql.js';
-import { filterSql } from '../job-queue/job-filter.sql.js';
+import { filterSql, notQueuedAgain } from '../job-queue/job-filter.sql.js';
 
 /**
  * The longest preview a list gives of a job's payload, error or result, in characters (`…`
@@ -72,16 +72,7 @@ export function adminSql({ quoted: s }: SchemaName) {
     ${progressPreview} AS "progressPreview", h.queue, h."groupKey",
     ${resultPreview} AS "resultPreview", h.snoozes, NULL::timestamptz AS "snoozedUntil", h."inFlow", ${sortAt} AS "sortAt",
     ${sortAt}::text AS "cursorAt"`;
-  /*
-   * A history row whose job is queued again (a retry, a snooze) is listed as that queued job. The
-   * look-up is one primary-key probe per row read, kept so by OFFSET 0: without it PostgreSQL
-   * plans an anti-join, and once the queue holds more jobs than the history rows it expects to
-   * check, it expects every row to be queued again, so it reads and sorts the whole state for a
-   * page of fifty instead of walking the index to the page (admin-plans.spec.ts holds it).
-   */
-  const notQueuedAs = (alias: string) =>
-    `NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = ${alias}.id OFFSET 0)`;
-  const notQueued = notQueuedAs('h');
+  const notQueued = notQueuedAgain(s, 'h');
   /*
    * The search, $1 to $9: the filter of the bulk calls ($1-$6, `filterSql`, so that a count is
    * what a bulk action on the same filter takes), an id range ($7, $8: a prefix's first and last
@@ -164,7 +155,7 @@ export function adminSql({ quoted: s }: SchemaName) {
       SELECT ${historyColumns('h."completedAt"')}, fm."flowId"
       FROM (SELECT p.id FROM ${s}."jobHistory" p
             WHERE p.state = $10 AND p."completedAt" IS NOT NULL AND ${matchingHistory('p')}
-              AND ${notQueuedAs('p')} AND ${after('p."completedAt"', 'p', 13)}
+              AND ${notQueuedAgain(s, 'p')} AND ${after('p."completedAt"', 'p', 13)}
             ORDER BY p."completedAt" DESC, p.id
             LIMIT $11 OFFSET $12) AS page
       JOIN ${s}."jobHistory" h ON h.id = page.id
@@ -221,7 +212,7 @@ export function adminSql({ quoted: s }: SchemaName) {
       SELECT count(*)::int AS count FROM (
         SELECT 1 FROM ${s}."jobHistory" p
         WHERE p.state = $10 AND p."completedAt" IS NOT NULL AND ${matchingHistory('p')}
-          AND ${notQueuedAs('p')} LIMIT $11) AS c`,
+          AND ${notQueuedAgain(s, 'p')} LIMIT $11) AS c`,
 
     /** How many jobs in any state match the search, counting at most $10 of each source. */
     countAll: `

@@ -6,15 +6,15 @@ import { LISTED_STATES } from './admin-input.js';
  * (`GET api/jobs/count`), and retried or cancelled all at once by the same filter after a
  * confirmation that states the count. The search is in the page's address, so a link to it can be
  * shared. Its script runs inside the page's one script (`dashboard.page.ts`) and uses its helpers
- * (`api`, `el`, `fill`, `say`, `badge`, `at`, `refresh`); every value is inserted as text.
+ * (`api`, `el`, `fill`, `say`, `badge`, `at`, `refresh`, `RETRYABLE_STATES`, `CANCELLABLE_STATES`); every value is inserted as text.
  */
 export const SEARCH_SCRIPT = String.raw`
 const SEARCH_FIELDS = ["state", "task", "queue", "groupKey", "error", "id", "flow", "after", "before"];
 // The fields a bulk retry or cancel takes: a search by id or flow is for finding, not acting.
 const BULK_FIELDS = ["task", "queue", "groupKey", "error", "after", "before"];
 const BULK = {
-  retry: { states: ["failed", "interrupted", "cancelled"], verb: "Retry", done: (body) => body.retried + " job(s) queued again." },
-  cancel: { states: ["blocked", "pending", "suspended", "active"], verb: "Cancel", done: (body) => body.cancelled + " job(s) cancelled." },
+  retry: { states: RETRYABLE_STATES, verb: "Retry", done: (body) => body.retried + " job(s) queued again." },
+  cancel: { states: CANCELLABLE_STATES, verb: "Cancel", done: (body) => body.cancelled + " job(s) cancelled." },
 };
 const searchForm = $("search");
 // The search as shown in the address: only the fields given, times as ISO 8601 in UTC.

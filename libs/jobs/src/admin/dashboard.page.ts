@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { FLOWS_HTML, FLOWS_SCRIPT, FLOWS_STYLE } from './dashboard-flows.js';
 import { SEARCH_HTML, SEARCH_SCRIPT, SEARCH_STYLE } from './dashboard-search.js';
+import { CANCELLABLE, RETRYABLE } from '../job-queue/bulk-operations.js';
 
 /**
  * The dashboard: one static page, served as is (nothing to build, no assets), that reads the
@@ -18,6 +19,9 @@ const api = (path, init) =>
       return body;
     }));
 const $ = (id) => document.getElementById(id);
+// The states a retry and a cancel take, as the queue's bulk calls define them.
+const RETRYABLE_STATES = ${JSON.stringify(RETRYABLE)};
+const CANCELLABLE_STATES = ${JSON.stringify(CANCELLABLE)};
 function el(tag, attrs, children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
@@ -208,9 +212,9 @@ function renderJob({ job, history, attempts }) {
 // What can be done to the job in its state, as the lists offer it.
 function jobActions(job) {
   const actions = [];
-  if (["failed", "interrupted", "cancelled"].includes(job.state)) actions.push(button("Retry", "retry", job.id));
+  if (RETRYABLE_STATES.includes(job.state)) actions.push(button("Retry", "retry", job.id));
   if (waitsForItsTime(job)) actions.push(button("Run now", "run", job.id));
-  if (["blocked", "pending", "suspended", "active"].includes(job.state)) actions.push(button("Cancel", "cancel", job.id));
+  if (CANCELLABLE_STATES.includes(job.state)) actions.push(button("Cancel", "cancel", job.id));
   return actions.flatMap((action) => [action, " "]);
 }
 // Every attempt that ended or runs: each failed one as recorded, then the last from history.

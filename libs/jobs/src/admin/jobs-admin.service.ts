@@ -244,24 +244,23 @@ export class JobsAdminService implements OnModuleInit {
     query: JobListQuery,
   ): Promise<{ jobs: ListedJobInfo[]; hasMore: boolean; next: string | null }> {
     const { state, limit, offset, cursor } = query;
-    const search = searchValues(query.search);
+    const { list, stateValues } = this.statementsOf(state);
     // One row more than asked tells whether there is a next page without counting the table.
     const page = [limit + 1, offset];
-    const at = cursor && 'at' in cursor ? [cursor.at, cursor.id] : [null, null];
-    const rows = await (state === undefined
-      ? this.read<ListedJob>(this.sql.listAll, [...search, ...page, ...at])
-      : isQueuedState(state)
-        ? this.read<ListedJob>(this.sql.listPending, [
-            ...search,
-            state,
-            ...page,
-            ...(cursor && 'seq' in cursor
-              ? [cursor.priority, cursor.waitUntil, cursor.seq]
-              : [null, null, null]),
-          ])
-        : state === 'active'
-          ? this.read<ListedJob>(this.sql.listActive, [...search, ...page, ...at])
-          : this.read<ListedJob>(this.sql.listEnded, [...search, state, ...page, ...at]));
+    const after =
+      state !== undefined && isQueuedState(state)
+        ? cursor && 'seq' in cursor
+          ? [cursor.priority, cursor.waitUntil, cursor.seq]
+          : [null, null, null]
+        : cursor && 'at' in cursor
+          ? [cursor.at, cursor.id]
+          : [null, null];
+    const rows = await this.read<ListedJob>(list, [
+      ...searchValues(query.search),
+      ...stateValues,
+      ...page,
+      ...after,
+    ]);
     const listed = rows.slice(0, limit);
     const last = listed.at(-1);
     const jobs = listed.map(
@@ -292,16 +291,12 @@ export class JobsAdminService implements OnModuleInit {
    * bulk retry or cancel of the same filter takes, without reading the whole history to say so.
    */
   async countJobs(query: JobCountQuery): Promise<{ count: number; capped: boolean }> {
-    const { state } = query;
-    const search = searchValues(query.search);
-    const cap = COUNT_CAP + 1;
-    const [{ count }] = await (state === undefined
-      ? this.read<{ count: number }>(this.sql.countAll, [...search, cap])
-      : isQueuedState(state)
-        ? this.read<{ count: number }>(this.sql.countPending, [...search, state, cap])
-        : state === 'active'
-          ? this.read<{ count: number }>(this.sql.countActive, [...search, cap])
-          : this.read<{ count: number }>(this.sql.countEnded, [...search, state, cap]));
+    const { count: statement, stateValues } = this.statementsOf(query.state);
+    const [{ count }] = await this.read<{ count: number }>(statement, [
+      ...searchValues(query.search),
+      ...stateValues,
+      COUNT_CAP + 1,
+    ]);
     return { count: Math.min(count, COUNT_CAP), capped: count > COUNT_CAP };
   }
 
@@ -509,6 +504,27 @@ export class JobsAdminService implements OnModuleInit {
   async setQueuePaused(name: string, paused: boolean): Promise<{ queues: QueueInfo[] }> {
     await (paused ? this.queue.pauseQueue(name) : this.queue.resumeQueue(name));
     return this.queues();
+  }
+
+  /**
+   * The statements that list and count the jobs of `state` (every state when none), and the
+   * state's value when they take it (`$10`, after the search): the queue's, the running
+   * attempts' or history's, each read through its own index (see `adminSql`).
+   */
+  private statementsOf(state: JobState | undefined): {
+    list: string;
+    count: string;
+    stateValues: JobState[];
+  } {
+    const { sql } = this;
+    if (state === undefined) return { list: sql.listAll, count: sql.countAll, stateValues: [] };
+    if (isQueuedState(state)) {
+      return { list: sql.listPending, count: sql.countPending, stateValues: [state] };
+    }
+    if (state === 'active') {
+      return { list: sql.listActive, count: sql.countActive, stateValues: [] };
+    }
+    return { list: sql.listEnded, count: sql.countEnded, stateValues: [state] };
   }
 
   /**

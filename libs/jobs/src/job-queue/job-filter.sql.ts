@@ -15,7 +15,7 @@ export interface FilterValues {
 }
 
 /** How many placeholders `filterSql` takes. */
-export const FILTER_PARAMETERS = 6;
+const FILTER_PARAMETERS = 6;
 
 /** The filter's values, in the order `filterSql`'s placeholders take them. */
 export function filterValues(filter: FilterValues): unknown[] {
@@ -64,4 +64,16 @@ export function filterSql(
 /** An ILIKE pattern that matches `text` anywhere, its `%`, `_` and `\` taken literally. */
 export function errorPattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, '\\$&')}%`;
+}
+
+/**
+ * Whether the job of `alias`, a `jobHistory` row, is not queued again (by a retry or a snooze): a
+ * history row of a queued job describes its attempt before, and lists and bulk calls take it as
+ * the queued job it is. One primary-key probe per row read, kept so by OFFSET 0: without it
+ * PostgreSQL plans an anti-join, and once the queue holds more jobs than the history rows it
+ * expects to check, it expects every row to be queued again and reads and sorts a whole state
+ * instead of walking its index to the page or the batch (admin-plans.spec.ts holds it).
+ */
+export function notQueuedAgain(schema: string, alias: string): string {
+  return `NOT EXISTS (SELECT 1 FROM ${schema}.jobs q WHERE q.id = ${alias}.id OFFSET 0)`;
 }

@@ -288,7 +288,8 @@ export class JobQueueService {
 
   /**
    * Cancels, as `cancelJob` does, every job that matches `filter` (`JobFilter`; `state`: `blocked`,
-   * `pending`, `suspended`, `active`, all four by default) and was enqueued before the call. In batches, each its own transaction.
+   * `pending`, `suspended`, `active`, all four by default) and was enqueued before the call. In
+   * batches, each its own transaction.
    * Returns how many jobs it cancelled. Throws `InvalidJobFilterError` on a bad filter, before
    * anything is changed.
    */

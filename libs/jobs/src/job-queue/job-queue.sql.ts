@@ -3,7 +3,7 @@ import { preparedStatement, sqlStatement } from '../database/sql-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
 import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
 import type { ValidatedJob } from './validate-job.js';
-import { filterSql, filterValues } from './job-filter.sql.js';
+import { filterSql, filterValues, notQueuedAgain } from './job-filter.sql.js';
 import type { FilterValues } from './job-filter.sql.js';
 
 /** The parameters of the inserts (`insertJobs` and its variants). */
@@ -313,8 +313,7 @@ export function queueSql({ quoted: s }: SchemaName) {
         SELECT h.id FROM ${s}."jobHistory" h
         WHERE h.state = ANY($3::text[]) AND h."completedAt" IS NOT NULL
           AND ($4::timestamptz IS NULL OR h."completedAt" <= $4) AND ($5::uuid IS NULL OR h.id = $5)
-          AND ${filterSql(s, 'h', 'jobHistory', 8)}
-          AND NOT EXISTS (SELECT 1 FROM ${s}.jobs q WHERE q.id = h.id)
+          AND ${filterSql(s, 'h', 'jobHistory', 8)} AND ${notQueuedAgain(s, 'h')}
         LIMIT $2
         FOR UPDATE
       ), requeued AS (
