@@ -166,3 +166,37 @@ it('pages through every match with More, after the first fifty', async () => {
   expect(ids).toHaveLength(60);
   expect(new Set(ids).size).toBe(60);
 }, 60_000);
+
+it('deletes every job of a search of an ended state, once a confirmation that states the count is accepted', async () => {
+  await dashboard.db.query(
+    `INSERT INTO jobs."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt", "completedAt")
+     SELECT gen_random_uuid(), 'obsolete', 'failed', 1, 0, now(), now() - interval '1 minute'
+     FROM generate_series(1, 3)`,
+  );
+  await page.goto(`${base()}?state=failed&task=obsolete`);
+  await page
+    .locator('#search-count', { hasText: '3 jobs match.' })
+    .waitFor({ timeout: UI_TIMEOUT });
+  // Failed jobs can be retried or deleted, not cancelled.
+  await expect(page.locator('#search-retry').textContent()).resolves.toBe('Retry all 3');
+  await expect(page.locator('#search-cancel').isHidden()).resolves.toBe(true);
+  const deleteAll = page.locator('#search-delete');
+  await expect(deleteAll.textContent()).resolves.toBe('Delete all 3');
+  await deleteAll.click();
+  const dialog = page.locator('#bulk-confirm');
+  await expect(dialog.locator('#bulk-text').textContent()).resolves.toBe(
+    'Delete 3 failed job(s) matching state "failed", task "obsolete"? Jobs of a flow are kept: they go with their flow. A deleted job cannot be brought back.',
+  );
+  await dialog.locator('#bulk-yes', { hasText: 'Delete 3 failed job(s)' }).click();
+  await page.locator('#note', { hasText: '3 job(s) deleted.' }).waitFor({ timeout: UI_TIMEOUT });
+  await page
+    .locator('#search-count', { hasText: /^0 jobs match\.$/ })
+    .waitFor({ timeout: UI_TIMEOUT });
+  await expect(deleteAll.isHidden()).resolves.toBe(true);
+  const [{ n }] = await dashboard.db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM jobs."jobHistory" WHERE task = 'obsolete'`,
+  );
+  expect(n).toBe(0);
+  // The jobs of another task that failed are kept.
+  for (const id of full) expect(await stateOf(id)).toBe('failed');
+}, 60_000);

@@ -77,8 +77,10 @@ export type {
   JobFilter,
   RetryJobsFilter,
   CancelJobsFilter,
+  DeleteJobsFilter,
   RetryableJobState,
   CancellableJobState,
+  DeletableJobState,
 } from './job-queue/job-filter.interface.js';
 export type { QueueInfo } from './queue-state/queue-info.interface.js';
 

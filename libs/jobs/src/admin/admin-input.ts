@@ -218,8 +218,8 @@ export function parseFlowListQuery(query: Record<string, unknown>): FlowListQuer
 }
 
 /**
- * The filter of a bulk retry or cancel: the fields of a search but the id and the flow (see
- * `parseFilterFields`), and `state`: one of `states`, or several separated by commas.
+ * The filter of a bulk retry, cancel or delete: the fields of a search but the id and the flow
+ * (see `parseFilterFields`), and `state`: one of `states`, or several separated by commas.
  */
 export function parseJobFilter<State extends JobState>(
   query: Record<string, unknown>,

@@ -3,18 +3,24 @@ import { LISTED_STATES } from './admin-input.js';
 /**
  * The dashboard's Find section: jobs searched by state, task, queue, group, error text, id (or
  * its start), flow and creation time, a page at a time (`GET api/jobs` with its cursor), counted
- * (`GET api/jobs/count`), and retried or cancelled all at once by the same filter after a
+ * (`GET api/jobs/count`), and retried, cancelled or deleted all at once by the same filter after a
  * confirmation that states the count. The search is in the page's address, so a link to it can be
  * shared. Its script runs inside the page's one script (`dashboard.page.ts`) and uses its helpers
- * (`api`, `el`, `fill`, `say`, `badge`, `at`, `refresh`, `RETRYABLE_STATES`, `CANCELLABLE_STATES`); every value is inserted as text.
+ * (`api`, `el`, `fill`, `say`, `badge`, `at`, `refresh`, `RETRYABLE_STATES`, `CANCELLABLE_STATES`,
+ * `DELETABLE_STATES`); every value is inserted as text.
  */
 export const SEARCH_SCRIPT = String.raw`
 const SEARCH_FIELDS = ["state", "task", "queue", "groupKey", "error", "id", "flow", "after", "before"];
-// The fields a bulk retry or cancel takes: a search by id or flow is for finding, not acting.
+// The fields a bulk retry, cancel or delete takes: a search by id or flow is for finding, not acting.
 const BULK_FIELDS = ["task", "queue", "groupKey", "error", "after", "before"];
 const BULK = {
   retry: { states: RETRYABLE_STATES, verb: "Retry", done: (body) => body.retried + " job(s) queued again." },
   cancel: { states: CANCELLABLE_STATES, verb: "Cancel", done: (body) => body.cancelled + " job(s) cancelled." },
+  // The count is the search's: a flow's jobs are in it, and the delete leaves them (they go with their flow).
+  delete: {
+    states: DELETABLE_STATES, verb: "Delete", done: (body) => body.deleted + " job(s) deleted.",
+    note: " Jobs of a flow are kept: they go with their flow. A deleted job cannot be brought back.",
+  },
 };
 const searchForm = $("search");
 // The search as shown in the address: only the fields given, times as ISO 8601 in UTC.
@@ -85,7 +91,7 @@ function countMatches() {
 function confirmBulk(action, count, capped) {
   const bulk = BULK[action];
   const what = (capped ? "more than " + count.toLocaleString() : count.toLocaleString()) + " " + searched.get("state") + " job(s)";
-  $("bulk-text").textContent = bulk.verb + " " + what + " matching " + describeSearch(searched) + "?";
+  $("bulk-text").textContent = bulk.verb + " " + what + " matching " + describeSearch(searched) + "?" + (bulk.note || "");
   $("bulk-yes").textContent = bulk.verb + " " + what;
   $("bulk-yes").onclick = () => {
     $("bulk-confirm").close();
@@ -138,7 +144,7 @@ ${input('before', 'to', ' type="datetime-local"')}
 <button type="submit">Find</button> <button type="button" id="search-clear">Clear</button>
 </form>
 <div id="search-found" hidden>
-<p><span id="search-count" role="status"></span> <button type="button" id="search-retry" class="bulk" hidden></button> <button type="button" id="search-cancel" class="bulk" hidden></button></p>
+<p><span id="search-count" role="status"></span> <button type="button" id="search-retry" class="bulk" hidden></button> <button type="button" id="search-cancel" class="bulk" hidden></button> <button type="button" id="search-delete" class="bulk" hidden></button></p>
 <table><caption class="visually-hidden">Jobs found</caption><thead><tr><th>Job</th><th>Task</th><th>State</th><th>Queue</th><th>Attempts</th><th>Last change</th><th>Last error</th></tr></thead><tbody id="search-results"></tbody></table>
 <p><button type="button" id="search-more" hidden>More</button></p>
 </div>

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { FLOWS_HTML, FLOWS_SCRIPT, FLOWS_STYLE } from './dashboard-flows.js';
 import { SEARCH_HTML, SEARCH_SCRIPT, SEARCH_STYLE } from './dashboard-search.js';
-import { CANCELLABLE, RETRYABLE } from '../job-queue/bulk-operations.js';
+import { CANCELLABLE, DELETABLE, RETRYABLE } from '../job-queue/bulk-operations.js';
 
 /**
  * The dashboard: one static page, served as is (nothing to build, no assets), that reads the
@@ -19,9 +19,10 @@ const api = (path, init) =>
       return body;
     }));
 const $ = (id) => document.getElementById(id);
-// The states a retry and a cancel take, as the queue's bulk calls define them.
+// The states a retry, a cancel and a delete take, as the queue's bulk calls define them.
 const RETRYABLE_STATES = ${JSON.stringify(RETRYABLE)};
 const CANCELLABLE_STATES = ${JSON.stringify(CANCELLABLE)};
+const DELETABLE_STATES = ${JSON.stringify(DELETABLE)};
 function el(tag, attrs, children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {

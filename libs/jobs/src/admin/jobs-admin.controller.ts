@@ -25,7 +25,7 @@ import {
   parseQueueName,
 } from './admin-input.js';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.page.js';
-import { CANCELLABLE, RETRYABLE } from '../job-queue/bulk-operations.js';
+import { CANCELLABLE, DELETABLE, RETRYABLE } from '../job-queue/bulk-operations.js';
 import { JobsAdminService } from './jobs-admin.service.js';
 
 type Query = Record<string, unknown>;
@@ -96,6 +96,13 @@ export function createAdminController(
     @HttpCode(200)
     cancelAll(@Query() query: Query) {
       return this.admin.cancelJobs(parseJobFilter(query, CANCELLABLE));
+    }
+
+    @Post('api/jobs/delete')
+    @UseGuards(actions)
+    @HttpCode(200)
+    deleteAll(@Query() query: Query) {
+      return this.admin.deleteJobs(parseJobFilter(query, DELETABLE));
     }
 
     @Post('api/jobs/:id/retry')

@@ -7,7 +7,11 @@ import { CronPlannerService } from '../cron-planner/cron-planner.service.js';
 import type { ScheduleInfo } from '../cron-schedule/cron-schedule.interface.js';
 import { JobsDatabase } from '../database/jobs-database.js';
 import { UnknownScheduleError } from '../errors/jobs.errors.js';
-import type { CancelJobsFilter, RetryJobsFilter } from '../job-queue/job-filter.interface.js';
+import type {
+  CancelJobsFilter,
+  DeleteJobsFilter,
+  RetryJobsFilter,
+} from '../job-queue/job-filter.interface.js';
 import { TaskRegistry } from '../discovery/task-registry.js';
 import type { JobInfo, JobState } from '../job-queue/job-info.interface.js';
 import type { QueueInfo } from '../queue-state/queue-info.interface.js';
@@ -288,7 +292,8 @@ export class JobsAdminService implements OnModuleInit {
 
   /**
    * How many jobs match the search, counted up to 10,000 (`capped` when there are more): what a
-   * bulk retry or cancel of the same filter takes, without reading the whole history to say so.
+   * bulk retry, cancel or delete of the same filter takes (a delete leaves a flow's jobs), without
+   * reading the whole history to say so.
    */
   async countJobs(query: JobCountQuery): Promise<{ count: number; capped: boolean }> {
     const { count: statement, stateValues } = this.statementsOf(query.state);
@@ -353,6 +358,11 @@ export class JobsAdminService implements OnModuleInit {
   /** `JobQueueService.cancelJobs`: how many jobs were cancelled. */
   async cancelJobs(filter: CancelJobsFilter): Promise<{ cancelled: number }> {
     return { cancelled: await this.queue.cancelJobs(filter) };
+  }
+
+  /** `JobQueueService.deleteJobs`: how many ended jobs' records were deleted. */
+  async deleteJobs(filter: DeleteJobsFilter): Promise<{ deleted: number }> {
+    return { deleted: await this.queue.deleteJobs(filter) };
   }
 
   /**

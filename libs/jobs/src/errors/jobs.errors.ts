@@ -403,7 +403,7 @@ export class JobContentionError extends JobsError {
   }
 }
 
-/** A filter of `retryJobs` or `cancelJobs` is invalid. Nothing was changed. */
+/** A filter of `retryJobs`, `cancelJobs` or `deleteJobs` is invalid. Nothing was changed. */
 export class InvalidJobFilterError extends JobsError {
   constructor(
     readonly field: string,

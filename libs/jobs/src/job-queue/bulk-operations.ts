@@ -3,9 +3,13 @@ import type { StatementText } from '../database/sql-statement.js';
 import type { JobEventEmitter } from '../events/job-event-emitter.js';
 import { NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import { bulkDeleteSql } from './bulk-delete.sql.js';
+import type { BulkDeleteSql } from './bulk-delete.sql.js';
 import type {
   CancellableJobState,
   CancelJobsFilter,
+  DeletableJobState,
+  DeleteJobsFilter,
   RetryableJobState,
   RetryJobsFilter,
 } from './job-filter.interface.js';
@@ -24,6 +28,20 @@ export const CANCELLABLE: readonly CancellableJobState[] = [
   'active',
 ];
 
+/**
+ * What `deleteJobs` (and the admin API's bulk delete) may take, and takes by default: every state
+ * of a job that ended for good (see `pickEndedJobs` in bulk-delete.sql.ts).
+ */
+export const DELETABLE: readonly DeletableJobState[] = [
+  'completed',
+  'failed',
+  'interrupted',
+  'cancelled',
+  'skipped',
+];
+/** What a refused state of `deleteJobs` is told to do instead. */
+const DELETE_STATE_HINT = ' (a job that has not ended is cancelled first: cancelJobs)';
+
 /** Jobs one statement of a bulk call takes at most: each batch is a short transaction of its own. */
 const BULK_BATCH_SIZE = 1000;
 
@@ -41,10 +59,13 @@ interface BatchRow {
 }
 
 /**
- * The calls of `JobQueueService` that change many jobs at once (`cancelJobs`, `retryJobs`, and the
- * dashboard's retry of one job, which shares `retryJobs`' statement), in batches.
+ * The calls of `JobQueueService` that change many jobs at once (`cancelJobs`, `retryJobs`,
+ * `deleteJobs`, and the dashboard's retry of one job, which shares `retryJobs`' statement), in
+ * batches.
  */
 export class BulkOperations {
+  private readonly deleteSql: BulkDeleteSql;
+
   constructor(
     private readonly options: ResolvedJobsOptions,
     private readonly db: JobsDatabase,
@@ -53,7 +74,9 @@ export class BulkOperations {
     private readonly events: JobEventEmitter,
     /** Settles the waiters of cancelled jobs and tells their events, as `cancelJob` does. */
     private readonly reportCancelled: (jobs: readonly ChangedJob[]) => void,
-  ) {}
+  ) {
+    this.deleteSql = bulkDeleteSql(db.schema);
+  }
 
   async cancelJobs(filter: CancelJobsFilter): Promise<number> {
     const { states, ...validated } = validateJobFilter(filter, CANCELLABLE, CANCELLABLE);
@@ -106,6 +129,41 @@ export class BulkOperations {
       }),
       (jobs) => this.events.retried(jobs),
     );
+  }
+
+  async deleteJobs(filter: DeleteJobsFilter): Promise<number> {
+    const { states, ...validated } = validateJobFilter(
+      filter,
+      DELETABLE,
+      DELETABLE,
+      DELETE_STATE_HINT,
+    );
+    // Only jobs that ended before the call: jobs ending meanwhile cannot keep it going.
+    const endedAtOrBefore = await this.databaseNow();
+    const { pickEndedJobs, deleteEndedJobs } = this.deleteSql;
+    const pick = pickEndedJobs.values({
+      filter: validated,
+      states,
+      endedAtOrBefore,
+      limit: BULK_BATCH_SIZE,
+    });
+    let deleted = 0;
+    for (;;) {
+      // Two statements, one short transaction: the pick locks, the delete looks again (see
+      // bulkDeleteSql). A picked job queued again meanwhile is left, and the next pick skips it.
+      const batch = await this.db.transaction(async (client) => {
+        const { rows } = await client.query<{ id: string }>(pickEndedJobs.text, pick);
+        if (rows.length === 0) return { picked: 0, deleted: 0 };
+        const ids = rows.map((row) => row.id);
+        const done = await client.query<{ deleted: number }>(
+          deleteEndedJobs.text,
+          deleteEndedJobs.values({ ids }),
+        );
+        return { picked: rows.length, deleted: done.rows[0].deleted };
+      });
+      deleted += batch.deleted;
+      if (batch.picked < BULK_BATCH_SIZE) return deleted;
+    }
   }
 
   /** Retries job `id` (a valid id) if it ended for good; `false` if it is in no such state. */

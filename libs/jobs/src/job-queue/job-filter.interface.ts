@@ -1,8 +1,8 @@
 import type { JobState } from './job-info.interface.js';
 
 /**
- * Which jobs a bulk call (`retryJobs`, `cancelJobs`) takes. Every field narrows; `{}` takes every job
- * in the call's default states.
+ * Which jobs a bulk call (`retryJobs`, `cancelJobs`, `deleteJobs`) takes. Every field narrows;
+ * `{}` takes every job in the call's default states.
  *
  * @publicApi
  */
@@ -43,3 +43,13 @@ export type RetryJobsFilter = JobFilter<RetryableJobState>;
 
 /** What `cancelJobs` takes; without `state`, blocked, pending, suspended and running jobs alike. @publicApi */
 export type CancelJobsFilter = JobFilter<CancellableJobState>;
+
+/**
+ * The states `deleteJobs` takes jobs from: the endings of jobs that ended for good. A job that has
+ * not ended (blocked, pending, suspended, active) is cancelled first (`cancelJobs`).
+ * @publicApi
+ */
+export type DeletableJobState = 'completed' | 'failed' | 'interrupted' | 'cancelled' | 'skipped';
+
+/** What `deleteJobs` takes; without `state`, the jobs that ended for good in any way. @publicApi */
+export type DeleteJobsFilter = JobFilter<DeletableJobState>;

@@ -15,7 +15,11 @@ import { enqueueError } from './enqueue-unreachable.js';
 import { BulkOperations } from './bulk-operations.js';
 import type { ChangedJob } from './bulk-operations.js';
 import { CompletionWaiters } from './completion-waiters.js';
-import type { CancelJobsFilter, RetryJobsFilter } from './job-filter.interface.js';
+import type {
+  CancelJobsFilter,
+  DeleteJobsFilter,
+  RetryJobsFilter,
+} from './job-filter.interface.js';
 import type { JobInfo } from './job-info.interface.js';
 import { EventSender } from '../steps/event-sender.js';
 import { stepsSql } from '../steps/steps.sql.js';
@@ -307,6 +311,24 @@ export class JobQueueService {
    */
   retryJobs(filter: RetryJobsFilter = {}): Promise<number> {
     return this.bulk.retryJobs(filter);
+  }
+
+  /**
+   * Deletes the records of every job that matches `filter` and had ended for good when the call
+   * began (`state`: `completed`, `failed`, `interrupted`, `cancelled`, `skipped`; all five by
+   * default): its history row, with its durable steps' checkpoints and its failed attempts, as
+   * retention deletes them after `historyExpiration`. `getJob` then answers `null` for it.
+   *
+   * Left alone: a job whose retry is pending (it is queued, not ended: its failed attempt's record
+   * stays with it), and a job of a flow (`addFlow`), whatever its state: a flow expires whole with
+   * its flow, so that `getFlow` never shows a flow with jobs missing. To delete jobs that have not
+   * ended, cancel them first (`cancelJobs`). In batches of 1000, each its own short transaction
+   * that waits for no lock (a job another call holds, such as a retry queuing it again, is left);
+   * returns how many jobs it deleted. Throws `InvalidJobFilterError` on a bad filter (a state of
+   * a job that has not ended, too), before anything is changed.
+   */
+  deleteJobs(filter: DeleteJobsFilter = {}): Promise<number> {
+    return this.bulk.deleteJobs(filter);
   }
 
   /**

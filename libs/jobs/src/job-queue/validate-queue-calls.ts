@@ -56,12 +56,14 @@ export const MAX_ERROR_FILTER = 200;
 
 /**
  * Every check of a bulk call's filter, before anything touches the database. `allowed` are the
- * states the call takes, `defaults` those it takes without `state`.
+ * states the call takes, `defaults` those it takes without `state`; `stateHint`, what to do
+ * instead, ends the message of a state refused.
  */
 export function validateJobFilter<State extends JobState>(
   filter: JobFilter<State> | undefined,
   allowed: readonly State[],
   defaults: readonly State[],
+  stateHint = '',
 ): ValidatedJobFilter<State> {
   const fail = (field: string, value: unknown, expectation: string) =>
     new InvalidJobFilterError(field, value, expectation);
@@ -84,7 +86,11 @@ export function validateJobFilter<State extends JobState>(
   }
   const states = state === undefined ? defaults : Array.isArray(state) ? state : [state];
   if (states.length === 0 || states.some((one: unknown) => !allowed.includes(one as State))) {
-    throw fail('state', state, `must be one of ${allowed.join(', ')}, or an array of them`);
+    throw fail(
+      'state',
+      state,
+      `must be one of ${allowed.join(', ')}, or an array of them${stateHint}`,
+    );
   }
   for (const [field, value] of Object.entries({ before, after })) {
     if (value !== undefined && !(value instanceof Date && !Number.isNaN(value.getTime()))) {
