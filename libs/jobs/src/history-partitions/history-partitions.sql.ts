@@ -54,6 +54,19 @@ export function historyPartitionsSql(schema: SchemaName) {
       WHERE key = 'historyPartitions' AND "lastCheckedAt" <= now() - make_interval(secs => $2)
       RETURNING key`,
 
+    /**
+     * The timeouts of one upkeep transaction (see `HistoryPartitions.inShortTransaction`): lock
+     * waits end at a quarter of `deadlock_timeout`, or at $1 if sooner; an idle transaction ends
+     * at $1.
+     *
+     * $1 migrationTableLockTimeout (ms)
+     */
+    upkeepTimeouts: `
+      SELECT set_config('lock_timeout',
+               least($1::int, ceil(extract(epoch FROM current_setting('deadlock_timeout')::interval) * 250)::int) || 'ms',
+               true),
+             set_config('idle_in_transaction_session_timeout', $1::int || 'ms', true)`,
+
     /** A table shaped as the parent, with its CHECKs; the attach builds its (empty) indexes. */
     createTable: (p: TimePartition) => `
       CREATE TABLE IF NOT EXISTS ${table(p.name)} (LIKE ${parent} INCLUDING DEFAULTS INCLUDING CONSTRAINTS

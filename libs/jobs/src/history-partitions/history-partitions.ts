@@ -33,9 +33,9 @@ type Options = Pick<
  * (ids of version 4 from before, ids of a time no partition covered) are in the default partition,
  * pruned in batches as before.
  *
- * Every DDL statement runs in its own short transaction under `migrationTableLockTimeout`: a lock
- * it cannot get at once (behind a long transaction on history) gives the queued claims their turn
- * and is tried again next round. Instances share the work through a lease (`takeLease`), and every
+ * Every DDL statement runs in its own short transaction whose lock waits are short (see
+ * `inShortTransaction`): a lock it cannot get soon (behind a long transaction on history) gives
+ * the queued claims their turn and is tried again next round. Instances share the work through a lease (`takeLease`), and every
  * step re-reads the catalog, so two instances that meet anyway only see a step fail and skip it.
  */
 export class HistoryPartitions {
@@ -193,26 +193,33 @@ export class HistoryPartitions {
   }
 
   /**
-   * Runs `statements` in one transaction whose lock waits end at `migrationTableLockTimeout`, then
-   * `check`, which commits it when true and rolls it back when false. The transaction may hold an
-   * ACCESS EXCLUSIVE lock on the default partition (a CHECK added or dropped, an attach), which
-   * stops every claim and completion of the fleet while held: should this instance stall between
-   * two of its statements (a pause, a long GC, a frozen VM), the server ends the session once it
-   * has been idle in the transaction for as long, and the locks go with it
-   * (test/reaper/reaper-fencing.spec.ts pauses an instance that may be making partitions).
+   * Runs `statements` in one transaction, then `check`, which commits it when true and rolls it
+   * back when false.
+   *
+   * Its lock waits end at a quarter of the server's `deadlock_timeout` (250 ms at PostgreSQL's
+   * default), or sooner at `migrationTableLockTimeout`. A lock request of the upkeep waiting in a
+   * queue makes every later request of the fleet on that table wait behind it, and it is the only
+   * request that conflicts with the fleet's reads: any wait cycle through history goes through it.
+   * Ending its wait before any session of the cycle can have waited `deadlock_timeout` makes the
+   * upkeep the one that gives way (a lock not granted, tried again next round), never a `getJob`
+   * or an ending chosen as a deadlock's victim, and bounds the stall it causes.
+   * (test/database/history-partition-locks.spec.ts).
+   *
+   * The transaction may hold an ACCESS EXCLUSIVE lock on the default partition (a CHECK added or
+   * dropped, an attach), which stops every claim and completion of the fleet while held: should
+   * this instance stall between two of its statements (a pause, a long GC, a frozen VM), the server
+   * ends the session once it has been idle in the transaction for `migrationTableLockTimeout`, and
+   * the locks go with it (test/reaper/reaper-fencing.spec.ts pauses an instance that may be
+   * making partitions).
    */
   private async inShortTransaction(
     statements: string[],
     check?: (client: pg.PoolClient) => Promise<boolean>,
   ): Promise<boolean> {
-    const timeout = `${Math.max(1, Math.round(this.options.migrationTableLockTimeout * 1000))}ms`;
+    const timeout = Math.max(1, Math.round(this.options.migrationTableLockTimeout * 1000));
     return this.db
       .transaction(async (client) => {
-        await client.query(
-          `SELECT set_config('lock_timeout', $1, true),
-                  set_config('idle_in_transaction_session_timeout', $1, true)`,
-          [timeout],
-        );
+        await client.query(this.sql.upkeepTimeouts, [timeout]);
         for (const statement of statements) await client.query(statement);
         if (check && !(await check(client))) throw ROLLED_BACK;
         return true;
@@ -230,7 +237,8 @@ export class HistoryPartitions {
     } catch (err) {
       const reason =
         (err as { code?: string }).code === LOCK_NOT_AVAILABLE
-          ? `a lock was not granted within migrationTableLockTimeout (${this.options.migrationTableLockTimeout}s)`
+          ? 'a lock was not granted in time: the upkeep gives way to the statements of history after a ' +
+            `quarter of deadlock_timeout, or migrationTableLockTimeout (${this.options.migrationTableLockTimeout}s) if shorter`
           : (err as Error).message;
       this.logger.warn(`History partitions: ${what} failed (${reason}); tried again next round.`);
     }

@@ -38,12 +38,11 @@ export const DEFAULT_MISSED_SLOT_GRACE = 60;
 /** Seconds ended jobs stay in `jobHistory` (the seed's `historyExpiration`, as Wiki.js ships it: 25 h). */
 export const DEFAULT_HISTORY_EXPIRATION = 90000;
 /**
- * `historyPartitionInterval`: off (history is one table, its default partition, pruned in
- * batches) until a user opts in. Making and attaching partitions takes brief ACCESS EXCLUSIVE locks
- * on the default partition, and in a CI run one of them deadlocked a reader of history (a
- * `getJob`); until that is understood and ruled out, a fleet runs no DDL it did not ask for.
+ * Bounds of the default `historyPartitionInterval` (seconds), which is a quarter of
+ * `historyExpiration`: rows expire at most about two intervals late, and about seven partitions live.
  */
-export const DEFAULT_HISTORY_PARTITION_INTERVAL = 0;
+export const MIN_HISTORY_PARTITION_INTERVAL = 60;
+export const MAX_HISTORY_PARTITION_INTERVAL = 86_400;
 /** Rows one pruning statement deletes at most. */
 export const DEFAULT_HISTORY_PRUNE_BATCH_SIZE = 1000;
 /** Bytes of JSON a task's result may take at most (1 MiB): a larger one fails its attempt. */

@@ -132,10 +132,10 @@ export interface JobsModuleOptions {
    * Seconds of job ids (of enqueue time) each partition of `jobHistory` covers. Partitions are made
    * ahead, and one whose jobs all expired is dropped whole, so retention deletes no rows one by one;
    * an ended job then stays from `historyExpiration` to about `historyExpiration` + two intervals.
-   * A quarter of `historyExpiration` is a good value (6 h 15 min at the default). Default `0`, for
-   * now: no partitions, every row stays in the one default partition, pruned by `DELETE`s in
-   * batches as before, and no DDL runs at run time (see "History retention" in
-   * docs/operations.md).
+   * Default a quarter of `historyExpiration`, from 60 s to one day (6 h 15 min at the default
+   * expiration). `0` makes no partitions: every row stays in the one default partition, pruned by
+   * `DELETE`s in batches, and no DDL runs at run time, for a small install or a database role that
+   * may not create tables (see "History retention" in docs/operations.md).
    */
   historyPartitionInterval?: number;
   /**

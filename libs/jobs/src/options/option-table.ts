@@ -165,11 +165,13 @@ export const OPTION_TABLE = {
     1,
     'rows one pruning statement deletes at most',
   ),
-  historyPartitionInterval: duration(
-    defaults.DEFAULT_HISTORY_PARTITION_INTERVAL,
-    'the time each partition of `jobHistory` covers, a quarter of `historyExpiration` for one: a partition is dropped whole once all its jobs expired (`0`, the default: one table, pruned by `DELETE`s in batches)',
-    true,
-  ),
+  historyPartitionInterval: {
+    default: '¼ `historyExpiration` (60 s - 1 day)',
+    doc: 'the time each partition of `jobHistory` covers: a partition is dropped whole once all its jobs expired (`0`: one table, pruned by `DELETE`s in batches, no DDL at run time)',
+    // Absent, it is left for the step that derives it from historyExpiration.
+    resolve: (value: unknown, option: string) =>
+      value === undefined ? undefined : seconds(option, value, 0, true),
+  },
   maxResultBytes: count(
     defaults.DEFAULT_MAX_RESULT_BYTES,
     1,

@@ -25,6 +25,8 @@ export function resolveJobsOptions(options: JobsModuleOptions): ResolvedJobsOpti
     ...resolveConnection(each),
     concurrency: each.concurrency ?? Math.max(defaults.DEFAULT_CONCURRENCY, each.workers),
     missedSlotGrace,
+    historyPartitionInterval:
+      each.historyPartitionInterval ?? defaultPartitionInterval(each.historyExpiration),
     // Each schedule throws its own typed error (`InvalidCronExpressionError`, ...), naming it.
     schedules: each.schedules.map((schedule) =>
       validateSchedule(schedule, 'static', missedSlotGrace),
@@ -67,6 +69,18 @@ function resolveMissedSlotGrace(grace: number | undefined, pollingCheck: number)
     );
   }
   return grace;
+}
+
+/**
+ * A quarter of the expiration: a partition is dropped at most about two intervals after its last
+ * job expired, and some seven partitions live. History kept forever gets partitions of a day.
+ */
+function defaultPartitionInterval(historyExpiration: number): number {
+  if (historyExpiration === 0) return defaults.MAX_HISTORY_PARTITION_INTERVAL;
+  return Math.min(
+    defaults.MAX_HISTORY_PARTITION_INTERVAL,
+    Math.max(defaults.MIN_HISTORY_PARTITION_INTERVAL, Math.round(historyExpiration / 4)),
+  );
 }
 
 /** One late heartbeat (a GC pause, a slow query) must not get a live instance's jobs requeued. */
