@@ -25,7 +25,9 @@ beforeAll(async () => {
   });
   // The boot's round has made the partitions ahead (as history-partitions.spec.ts counts them).
   const first = Math.ceil((now + PARTITION_LEAD_MS) / (INTERVAL * 1000)) * INTERVAL * 1000;
-  const count = Math.ceil((now + (2 * INTERVAL + CHECK) * 1000 - first) / (INTERVAL * 1000));
+  const count = Math.ceil(
+    (now + PARTITION_LEAD_MS + (2 * INTERVAL + CHECK) * 1000 - first) / (INTERVAL * 1000),
+  );
   await waitFor('the partitions ahead', async () => (await attached()).length > count);
 }, 60_000);
 

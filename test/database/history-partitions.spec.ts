@@ -6,6 +6,7 @@ import {
   idBound,
   PARTITION_LEAD_MS,
   partitionName,
+  startOfName,
 } from '../../libs/jobs/src/history-partitions/partition-range.js';
 import { startJobsApp, waitFor } from '../support/jobs-app.js';
 import type { JobsApp } from '../support/jobs-app.js';
@@ -87,11 +88,14 @@ beforeAll(async () => {
 afterAll(() => app?.close());
 
 it('makes partitions ahead at start, never covering the present, and a row is found in the partition of its id by one probe', async () => {
-  // Ahead: two intervals and one scheduled check past now, from the first interval that starts at
-  // least PARTITION_LEAD_MS from now (a job made now has the default partition: see partition-range.ts).
+  // Ahead: two intervals and one scheduled check past the lead, from the first interval that starts
+  // at least PARTITION_LEAD_MS from now (a job made now has the default partition: see
+  // partition-range.ts).
   const interval = INTERVAL * 1000;
   const first = Math.ceil((now + PARTITION_LEAD_MS) / interval) * interval;
-  const count = Math.ceil((now + (2 * INTERVAL + 3600) * 1000 - first) / interval);
+  const count = Math.ceil(
+    (now + PARTITION_LEAD_MS + (2 * INTERVAL + 3600) * 1000 - first) / interval,
+  );
   const expected = Array.from({ length: count }, (_, i) => partitionName(first + i * interval));
   await waitFor('the partitions ahead', async () => (await attached()).length > count);
   expect(await attached()).toEqual(['jobHistory_default', ...expected].sort());
@@ -223,6 +227,34 @@ describe('retention', () => {
       await db.query(`DELETE FROM jobs."jobHistory" WHERE id = $1`, [kept]);
     }
   });
+});
+
+it('makes partitions shorter than the lead minute, so that the next jobs have one', async () => {
+  const short = await startJobsApp(db.url, {
+    ...recording('short'),
+    options: { schema: 'short', historyPartitionInterval: 15, scheduledCheck: 2 },
+  });
+  try {
+    const made = async () =>
+      (
+        await db.query<{ from: string }>(
+          `SELECT c.relname AS from FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+           WHERE i.inhparent = 'short."jobHistory"'::regclass AND c.relname <> 'jobHistory_default'
+           ORDER BY 1`,
+        )
+      ).map((row) => startOfName(row.from));
+    // Past the lead minute: two intervals and a round, and every interval up to them.
+    await waitFor('the partitions ahead', async () => {
+      const starts = await made();
+      return (
+        starts.length > 0 && starts[starts.length - 1] + 15_000 >= Date.now() + 60_000 + 32_000
+      );
+    });
+    const starts = await made();
+    expect(starts.every((start, i) => i === 0 || start - starts[i - 1] === 15_000)).toBe(true);
+  } finally {
+    await short.close();
+  }
 });
 
 it('makes no partition with historyPartitionInterval 0: history stays one table, pruned in batches', async () => {

@@ -5,6 +5,7 @@ import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { historyPartitionsSql } from './history-partitions.sql.js';
 import {
   DEFAULT_PARTITION,
+  PARTITION_LEAD_MS,
   partitionAge,
   partitionsToMake,
   startOfName,
@@ -35,8 +36,9 @@ type Options = Pick<
  *
  * Every DDL statement runs in its own short transaction whose lock waits are short (see
  * `inShortTransaction`): a lock it cannot get soon (behind a long transaction on history) gives
- * the queued claims their turn and is tried again next round. Instances share the work through a lease (`takeLease`), and every
- * step re-reads the catalog, so two instances that meet anyway only see a step fail and skip it.
+ * the queued claims their turn and is tried again next round. Instances share the work through a
+ * lease (`takeLease`), and every step re-reads the catalog, so two instances that meet anyway only
+ * see a step fail and skip it.
  */
 export class HistoryPartitions {
   private readonly sql: ReturnType<typeof historyPartitionsSql>;
@@ -108,11 +110,16 @@ export class HistoryPartitions {
   }
 
   /**
-   * How far ahead partitions exist: two intervals, and one more round, so that a round that is
-   * late or fails leaves the next ones time.
+   * How far ahead partitions exist: past the minute no partition may start in
+   * (`PARTITION_LEAD_MS`), two intervals and one more round, so that a round that is late or fails
+   * leaves the next ones time. Without the lead, intervals shorter than half a minute were never
+   * made (every one of them started within the lead) and history stayed in the default partition.
    */
   private aheadMs(): number {
-    return (2 * this.options.historyPartitionInterval + this.options.scheduledCheck) * 1000;
+    return (
+      PARTITION_LEAD_MS +
+      (2 * this.options.historyPartitionInterval + this.options.scheduledCheck) * 1000
+    );
   }
 
   private expirationMs(): number {
@@ -200,10 +207,10 @@ export class HistoryPartitions {
    * default), or sooner at `migrationTableLockTimeout`. A lock request of the upkeep waiting in a
    * queue makes every later request of the fleet on that table wait behind it, and it is the only
    * request that conflicts with the fleet's reads: any wait cycle through history goes through it.
-   * Ending its wait before any session of the cycle can have waited `deadlock_timeout` makes the
-   * upkeep the one that gives way (a lock not granted, tried again next round), never a `getJob`
-   * or an ending chosen as a deadlock's victim, and bounds the stall it causes.
-   * (test/database/history-partition-locks.spec.ts).
+   * Its wait ends before a session that began waiting behind it can have waited
+   * `deadlock_timeout`, so such a cycle ends by the upkeep's lock timeout (the step is tried again
+   * next round), not by a deadlock error in a `getJob`, a claim or an ending; and the stall it
+   * causes is bounded (test/database/history-partition-locks.spec.ts).
    *
    * The transaction may hold an ACCESS EXCLUSIVE lock on the default partition (a CHECK added or
    * dropped, an attach), which stops every claim and completion of the fleet while held: should
