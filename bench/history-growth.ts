@@ -53,9 +53,10 @@ for (const sample of samples.filter((_, i) => (i + 1) % 5 === 0 || i === samples
   );
 }
 console.log(
-  `\nSecond half: ${Math.round(verdict.rate)} jobs/s; history peaked at ${verdict.peak} rows, ` +
-    `against at most ${Math.round(verdict.bound)} (the jobs of historyExpiration + one interval + 3 scheduledCheck): ` +
-    `${verdict.flat ? 'flat' : 'GROWING: pruning does not keep up'}.`,
+  `\nSecond half: ${Math.round(verdict.rate)} jobs/s; history peaked at ${verdict.peak} rows ` +
+    `(${Math.round(verdict.bound)}: the jobs of historyExpiration + one interval + 3 scheduledCheck at that rate); ` +
+    `every sample held at most the jobs that ended in that window before it: ` +
+    `${verdict.flat ? 'flat' : 'NO, GROWING: pruning does not keep up'}.`,
 );
 console.log(
   `Rows deleted one by one: ${last.deletedRows} of ${last.processed} jobs ended ` +

@@ -66,6 +66,20 @@ it("judges history flat when, over the run's second half, it never exceeds the j
     settings,
   );
   expect(growing.flat).toBe(false);
+  // A drain that slows down (2,000 jobs/s, then 1,000) keeps the jobs of its faster seconds for a
+  // window: flat, though more than the window at the half's rate.
+  const slowing = Array.from({ length: 20 }, (_, i) => {
+    const ended = (s: number) => (s <= 10 ? 2000 * s : 20_000 + 1000 * (s - 10));
+    return {
+      seconds: i + 1,
+      processed: ended(i + 1),
+      historyRows: ended(i + 1) - ended(Math.max(0, i + 1 - 9)),
+      deletedRows: 0,
+    };
+  });
+  const slowed = checkHistoryGrowth(slowing, settings);
+  expect(slowed.peak).toBeGreaterThan(slowed.bound);
+  expect(slowed.flat).toBe(true);
   // Partitioned: a partition's jobs stay up to one interval past their expiration, and the round
   // that drops it may come one check later.
   expect(
