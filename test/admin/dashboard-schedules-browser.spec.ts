@@ -27,9 +27,21 @@ it('pauses, runs now and resumes a schedule from its row of the dashboard', asyn
   await expect(row.textContent()).resolves.toContain('paused');
 
   await row.locator('button[data-action="trigger"]').click();
-  await waitFor('the run started from the page', () =>
-    executions.some((run) => (run.payload as { from?: string }).from === 'page'),
+  const run = await waitFor('the run started from the page', () =>
+    executions.find((execution) => (execution.payload as { from?: string }).from === 'page'),
   );
+  // The run is the schedule's last: a badge of its state, which opens the job and its slot.
+  const lastRun = row.locator(`.last-runs button.job-link[data-job-id="${run.id}"]`);
+  await row
+    .locator(`.last-runs [data-job-id="${run.id}"][data-slot-state="completed"]`)
+    .waitFor({ timeout: UI_TIMEOUT });
+  expect(await lastRun.textContent()).toBe('completed');
+  await lastRun.click();
+  const slotField = page.locator('#job-fields tr[data-field="Schedule"]');
+  await slotField.waitFor({ timeout: UI_TIMEOUT });
+  expect(await slotField.textContent()).toMatch(/^ScheduleFrom schedule hourly, slot \S/);
+  await page.locator('#job-close').click();
+  await page.locator('#job').waitFor({ state: 'hidden', timeout: UI_TIMEOUT });
 
   await row.locator('button[data-action="resume"]').click();
   await row.locator('button[data-action="pause"]').waitFor({ timeout: UI_TIMEOUT });

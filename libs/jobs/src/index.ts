@@ -195,9 +195,12 @@ export type {
 export { JobsAdminModule } from './admin/jobs-admin.module.js';
 export { JobsAdminService } from './admin/jobs-admin.service.js';
 export type {
+  CronSlotInfo,
   FailedAttemptInfo,
   InstanceInfo,
   ListedJobInfo,
+  ListedScheduleInfo,
+  ScheduleRunInfo,
   TaskDurations,
   TaskStats,
 } from './admin/jobs-admin.service.js';

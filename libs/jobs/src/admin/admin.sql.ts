@@ -247,6 +247,33 @@ export function adminSql({ quoted: s }: SchemaName) {
       FROM ${s}.instances i LEFT JOIN running r ON r.instance = i.id
       ORDER BY i.id`,
 
+    /**
+     * The cron slot job $1 was planned for (or `triggerSchedule`'s), if any: its row of
+     * `jobScheduleSlot`, through job_schedule_slot_job. A slot row is kept as long as history keeps
+     * its job (see the planner's `pruneSlots`).
+     */
+    cronSlot: `SELECT schedule, slot FROM ${s}."jobScheduleSlot" WHERE "jobId" = $1 LIMIT 1`,
+
+    /**
+     * Every schedule's latest $1 slots at or before now, latest first, each with its job's state
+     * (`flowJobState` reads any job's from its two rows): queued (its row of `jobs`), else what
+     * history says (`skipped` for a missed slot), NULL once its job's record is gone. Per
+     * schedule, one backward range of the slot rows' primary key (schedule, slot), stopped at $1
+     * rows; each slot's job is then looked up by its id.
+     */
+    lastRuns: `
+      SELECT sc.name AS schedule, r.slot, r."jobId", r.state
+      FROM ${s}."jobSchedule" sc
+      CROSS JOIN LATERAL (
+        SELECT p.slot, p."jobId", ${flowJobState} AS state
+        FROM (SELECT slot, "jobId" FROM ${s}."jobScheduleSlot"
+              WHERE schedule = sc.name AND slot <= now()
+              ORDER BY slot DESC LIMIT $1) AS p
+        LEFT JOIN ${s}.jobs j ON j.id = p."jobId"
+        LEFT JOIN ${s}."jobHistory" h ON h.id = p."jobId"
+      ) AS r
+      ORDER BY sc.name, r.slot DESC`,
+
     /** A job's failed attempts (migration 16), first first. $1 id */
     attempts: `
       SELECT attempt, "executedBy", "startedAt", "endedAt", error, stack

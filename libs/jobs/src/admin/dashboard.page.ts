@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { FLOWS_HTML, FLOWS_SCRIPT, FLOWS_STYLE } from './dashboard-flows.js';
+import { SCHEDULES_HTML, SCHEDULES_SCRIPT, SCHEDULES_STYLE } from './dashboard-schedules.js';
 import { SEARCH_HTML, SEARCH_SCRIPT, SEARCH_STYLE } from './dashboard-search.js';
 import { CANCELLABLE, DELETABLE, RETRYABLE } from '../job-queue/bulk-operations.js';
 
@@ -63,7 +64,6 @@ function act(path, done) {
 const JOB_DONE = { retry: " queued again.", cancel: " cancelled.", run: " is due now." };
 // A pending job that waits for its time (a later start, a retry's backoff, a snooze) can be run now.
 const waitsForItsTime = (job) => job.state === "pending" && job.waitUntil && new Date(job.waitUntil) > Date.now();
-const SCHEDULE_DONE = { pause: " paused.", resume: " resumed.", trigger: " triggered: one run now." };
 const QUEUE_DONE = { pause: " paused.", resume: " resumed." };
 function retryFailed(task) {
   return api("jobs/retry?state=failed&task=" + encodeURIComponent(task), { method: "POST", headers: { "X-Jobs-Admin": "1" } })
@@ -78,10 +78,6 @@ function say(text, isError) {
 function button(label, action, id) {
   return el("button", { type: "button", "data-action": action, text: label, onclick: () => act("jobs/" + id + "/" + action, "Job " + id + JOB_DONE[action]) });
 }
-function scheduleButton(label, action, name) {
-  return el("button", { type: "button", "data-action": action, text: label, onclick: () => act("schedules/" + encodeURIComponent(name) + "/" + action, "Schedule " + name + SCHEDULE_DONE[action]) });
-}
-const scheduleButtons = (r) => el("span", {}, [r.paused ? scheduleButton("Resume", "resume", r.name) : scheduleButton("Pause", "pause", r.name), document.createTextNode(" "), scheduleButton("Run now", "trigger", r.name)]);
 function progress(value) {
   if (value === null || value === undefined) return "";
   if (typeof value !== "number") return json(value);
@@ -155,7 +151,7 @@ function refresh() {
     fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => at(r.startedAt), (r) => listedProgress(r.progressPreview), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
     fill($("suspended"), suspended.jobs, [(r) => r.id, (r) => r.task, (r) => (r.waitUntil ? when(r.waitUntil) : "when it is told"), (r) => r.attempt, (r) => button("Cancel", "cancel", r.id)], "No suspended jobs.");
     fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs.");
-    fill($("schedules"), schedules.schedules, [(r) => r.name, (r) => r.task, (r) => r.cron, (r) => r.timezone, (r) => r.overlap, (r) => (r.paused ? "paused" : at(r.plannedUntil)), (r) => json(r.payload), scheduleButtons], "No schedules.");
+    fill($("schedules"), schedules.schedules, SCHEDULE_COLUMNS, "No schedules.", (r) => ({ "data-schedule": r.name }));
     fill($("instances"), instances.instances, [(r) => r.id, (r) => r.hostname || "", (r) => r.pid ?? "", (r) => at(r.startedAt), heartbeat, (r) => r.running, runningJobs], "No instance is registered.", (r) => ({ "data-instance": r.id }));
     chart(throughput.minutes);
     $("updated").textContent = "Updated " + new Date().toLocaleTimeString();
@@ -179,7 +175,7 @@ function showJob(id) {
   shownJob = id;
   return api("jobs/" + id).then(renderJob).catch((err) => say("Cannot load job " + id + ": " + err.message, true));
 }
-function renderJob({ job, history, attempts }) {
+function renderJob({ job, history, attempts, cronSlot }) {
   if (job.id !== shownJob) return;
   const row = (label, value) => el("tr", { "data-field": label }, [el("th", { text: label }), el("td", {}, [value instanceof Node ? value : String(value ?? "")])]);
   const full = (value) => el("pre", { text: JSON.stringify(value, null, 2) });
@@ -196,6 +192,7 @@ function renderJob({ job, history, attempts }) {
   if (job.waitingFor) rows.push(row("Waits for", waitingFor(job.waitingFor)));
   if (job.steps && job.steps.length > 0) rows.push(row("Steps", stepTimeline(job.steps)));
   rows.push(row("Queue", job.queue + (job.groupKey ? ", group " + job.groupKey : "")));
+  if (cronSlot) rows.push(row("Schedule", el("span", {}, ["From schedule " + cronSlot.schedule + ", slot ", at(cronSlot.slot)])));
   // A flow's job opens its flow: every job of it, with what each depends on.
   if (job.flowId) rows.push(row("Flow", el("button", { type: "button", class: "flow-link", text: job.flowId, onclick: () => { $("job").close(); showFlow(job.flowId).then(() => $("flow").scrollIntoView()); } })));
   const log = attemptLog(attempts, history);
@@ -270,6 +267,7 @@ document.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && row === event.target && row.dataset.jobId) showJob(row.dataset.jobId);
 });
 ${FLOWS_SCRIPT}
+${SCHEDULES_SCRIPT}
 ${SEARCH_SCRIPT}
 // The tasks an instance runs change only with a deploy: read once.
 function schemaOf(r) {
@@ -336,7 +334,7 @@ dialog th { width: 8rem; } table.attempts th { width: auto; } pre { margin: 0; w
 .state-snoozed { background: var(--snoozed-bg); color: var(--snoozed); }
 .state-suspended, .state-running { background: var(--waiting-bg); color: var(--waiting); } ol.steps { margin: 0; padding-left: 1.2rem; }
 .read-only [data-action], .read-only [data-queue-action], .read-only [data-flow-action], .read-only .bulk { display: none !important; }
-${FLOWS_STYLE}${SEARCH_STYLE}`;
+${FLOWS_STYLE}${SCHEDULES_STYLE}${SEARCH_STYLE}`;
 
 export const DASHBOARD_HTML = `<!doctype html>
 <html lang="en">
@@ -387,9 +385,7 @@ ${FLOWS_HTML}<h2>Failed</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Cancelled at</th><th></th></tr></thead><tbody id="cancelled"></tbody></table>
 <h2>Instances <small>(registered; what each runs now, its first twenty jobs)</small></h2>
 <table><thead><tr><th>Instance</th><th>Host</th><th>PID</th><th>Started</th><th>Last heartbeat</th><th>Running</th><th>Jobs</th></tr></thead><tbody id="instances"></tbody></table>
-<h2>Schedules</h2>
-<table><thead><tr><th>Name</th><th>Task</th><th>Cron</th><th>Time zone</th><th>Overlap</th><th>Planned until</th><th>Payload</th><th></th></tr></thead><tbody id="schedules"></tbody></table>
-<dialog id="job" aria-labelledby="job-title"><h2 id="job-title"></h2><p id="job-actions"></p><table><tbody id="job-fields"></tbody></table>
+${SCHEDULES_HTML}<dialog id="job" aria-labelledby="job-title"><h2 id="job-title"></h2><p id="job-actions"></p><table><tbody id="job-fields"></tbody></table>
 <p><code id="job-snippet"></code> <button type="button" id="job-copy">Copy</button></p><p><button type="button" id="job-close">Close</button></p></dialog>
 <script>${SCRIPT}</script>
 </body>

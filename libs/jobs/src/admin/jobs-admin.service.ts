@@ -135,6 +135,61 @@ export interface TaskDurations {
 }
 
 /**
+ * A slot of a schedule that has come, as `GET api/schedules` lists it (`ListedScheduleInfo.lastRuns`).
+ *
+ * @publicApi
+ */
+export interface ScheduleRunInfo {
+  /** When the slot's job was due (a run asked for now, `triggerSchedule`: when it was asked). */
+  slot: Date;
+  /** The job planned for the slot (`GET api/jobs/:id` shows it). */
+  jobId: string;
+  /**
+   * Its job's state now: queued (`pending`, or `suspended` while it waits durably), `active`, or
+   * how it ended. `skipped` is a slot that did not run: missed (its job had not started within
+   * the schedule's `missedSlotGrace`), or its `overlap: 'skip'` schedule had a run active.
+   * `null` once the job's record is gone (deleted).
+   */
+  state: JobState | null;
+}
+
+/**
+ * A schedule as the admin API lists it (`GET api/schedules`): `CronPlannerService.listSchedules()`'s
+ * row with its next slots and its latest ones.
+ *
+ * @publicApi
+ */
+export interface ListedScheduleInfo extends ScheduleInfo {
+  /**
+   * Its next 3 slots (`CronPlannerService.nextRuns`); none while it is paused, nor for a one-off
+   * schedule whose time has passed.
+   */
+  nextRuns: Date[];
+  /**
+   * Its latest 5 slots at or before now, latest first, with their jobs' states. A slot's row is
+   * kept as long as history keeps jobs (`historyExpiration`, an hour at least), so older slots
+   * are not listed.
+   */
+  lastRuns: ScheduleRunInfo[];
+}
+
+/**
+ * The cron slot a job was planned for, on its page (`GET api/jobs/:id`, `cronSlot`).
+ *
+ * @publicApi
+ */
+export interface CronSlotInfo {
+  /** The schedule's name. */
+  schedule: string;
+  /** When the job was due (a run asked for now, `triggerSchedule`: when it was asked). */
+  slot: Date;
+}
+
+/** How many next and last slots `GET api/schedules` gives of each schedule. */
+const NEXT_RUNS = 3;
+const LAST_RUNS = 5;
+
+/**
  * A registered instance, as the dashboard shows it (`GET api/instances`).
  *
  * @publicApi
@@ -306,21 +361,24 @@ export class JobsAdminService implements OnModuleInit {
   }
 
   /**
-   * The job, its history row (the record of its last attempt) and its failed attempts, each with
-   * its error's stack.
+   * The job, its history row (the record of its last attempt), its failed attempts, each with
+   * its error's stack, and the cron slot it was planned for (`null` for a job that is not a
+   * schedule's).
    */
   async getJob(id: string): Promise<{
     job: JobInfo;
     history: Record<string, unknown> | null;
     attempts: FailedAttemptInfo[];
+    cronSlot: CronSlotInfo | null;
   }> {
     const job = await this.queue.getJob(id);
     if (!job) throw new NotFoundException(`No job ${id}.`);
-    const [[history], attempts] = await Promise.all([
+    const [[history], attempts, [cronSlot]] = await Promise.all([
       this.db.query<Record<string, unknown>>(this.sql.history, [id]),
       this.db.query<FailedAttemptInfo>(this.sql.attempts, [id]),
+      this.db.query<CronSlotInfo>(this.sql.cronSlot, [id]),
     ]);
-    return { job, history: history ?? null, attempts };
+    return { job, history: history ?? null, attempts, cronSlot: cronSlot ?? null };
   }
 
   /**
@@ -463,8 +521,43 @@ export class JobsAdminService implements OnModuleInit {
     return { tasks: listTasks(this.tasks) };
   }
 
-  async schedules(): Promise<{ schedules: ScheduleInfo[] }> {
-    return { schedules: await this.planner.listSchedules() };
+  /**
+   * Every stored schedule (`CronPlannerService.listSchedules()`), each with its next 3 slots and
+   * its latest 5 that have come, with how their jobs are (one statement for every schedule).
+   */
+  async schedules(): Promise<{ schedules: ListedScheduleInfo[] }> {
+    const [schedules, runs] = await Promise.all([
+      this.planner.listSchedules(),
+      this.db.query<ScheduleRunInfo & { schedule: string }>(this.sql.lastRuns, [LAST_RUNS]),
+    ]);
+    const lastRuns = new Map<string, ScheduleRunInfo[]>();
+    for (const { schedule, ...run } of runs) {
+      const listed = lastRuns.get(schedule);
+      if (listed) listed.push(run);
+      else lastRuns.set(schedule, [run]);
+    }
+    const nextRuns = await Promise.all(schedules.map((schedule) => this.nextRuns(schedule)));
+    return {
+      schedules: schedules.map((schedule, i) => ({
+        ...schedule,
+        nextRuns: nextRuns[i],
+        lastRuns: lastRuns.get(schedule.name) ?? [],
+      })),
+    };
+  }
+
+  /**
+   * A schedule's next slots: none while it is paused (`nextRuns` answers a paused schedule's
+   * slots all the same), nor once it is removed (since it was listed).
+   */
+  private async nextRuns(schedule: ScheduleInfo): Promise<Date[]> {
+    if (schedule.paused) return [];
+    try {
+      return await this.planner.nextRuns(schedule.name, NEXT_RUNS);
+    } catch (err) {
+      if (err instanceof UnknownScheduleError) return [];
+      throw err;
+    }
   }
 
   /** Pauses a schedule on every instance (see `CronPlannerService.pauseSchedule`). */

@@ -223,7 +223,10 @@ export function cronSql({ quoted: s }: SchemaName) {
      * database's now, so a slot far enough in the past is never a candidate again), while their
      * job is queued: the claim reads them to tell a `runOnce` schedule's latest missed slot, which
      * after a long downtime can be older than $1, and while their job runs: the claim tells an
-     * `overlap: 'skip'` schedule's active run by its slot row, and a run can outlast $1.
+     * `overlap: 'skip'` schedule's active run by its slot row, and a run can outlast $1. They are
+     * also the record of which job a slot ran (a job's page, a schedule's last runs), so $1 is as
+     * long as history keeps jobs (`slotRetentionSeconds`). One range of job_schedule_slot_slot,
+     * each row of it looked up by its job's id.
      * $1 seconds
      */
     pruneSlots: `

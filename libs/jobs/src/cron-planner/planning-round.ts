@@ -9,11 +9,23 @@ import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import type { CronSql, ScheduleRow } from './cron-planner.sql.js';
 
 /**
- * How long a slot row outlives its slot (and its job's claim). Planners only expand slots after
- * the database's now (read at the start of their round), so an hour is far more than any round
- * can lag.
+ * How long a slot row outlives its slot (and its job's claim) at least. Planners only expand slots
+ * after the database's now (read at the start of their round), so an hour is far more than any
+ * round can lag.
  */
-const SLOT_RETENTION_SECONDS = 3600;
+const MIN_SLOT_RETENTION_SECONDS = 3600;
+
+/**
+ * How long slot rows are kept after their slot: as long as history keeps jobs
+ * (`historyExpiration`), at least the hour planning needs, and forever (`null`) when history is
+ * kept forever (`historyExpiration: 0`). Longer than planning needs, because a slot row is also
+ * the record of which job a slot planned: a job's page shows the slot it came from, and a
+ * schedule's last runs (the admin API, the dashboard) show how each slot's job ended, for as long
+ * as history shows that job.
+ */
+function slotRetentionSeconds(historyExpiration: number): number | null {
+  return historyExpiration === 0 ? null : Math.max(MIN_SLOT_RETENTION_SECONDS, historyExpiration);
+}
 
 interface PlanningBatch {
   readonly schedule: string[];
@@ -28,7 +40,8 @@ interface PlanningBatch {
  * One planning round (`CronPlannerService.planSlots`): every schedule's next slots within
  * `scheduleHorizon` (at most `maxPlannedSlots` each) and the catch-up of `runOnce` schedules that
  * missed slots, inserted in one statement with their slot rows, whose primary key makes a second
- * planner's insert a no-op; then the slot rows past their retention are pruned.
+ * planner's insert a no-op; then the slot rows past their retention (`slotRetentionSeconds`) are
+ * pruned.
  */
 export class PlanningRound {
   constructor(
@@ -43,7 +56,8 @@ export class PlanningRound {
   /** Runs the round; returns how many jobs it planned. */
   async run(): Promise<number> {
     const planned = await this.plan();
-    await this.db.query(this.sql.pruneSlots, [SLOT_RETENTION_SECONDS]);
+    const retention = slotRetentionSeconds(this.options.historyExpiration);
+    if (retention !== null) await this.db.query(this.sql.pruneSlots, [retention]);
     return planned;
   }
 
