@@ -2,6 +2,8 @@ import type { Logger } from '@nestjs/common';
 import type pg from 'pg';
 import type { JobsDatabase } from '../database/jobs-database.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
+import { ErrorSearchIndex } from './error-search-index.js';
+import type { UpkeepSteps } from './error-search-index.js';
 import { historyPartitionsSql } from './history-partitions.sql.js';
 import {
   DEFAULT_PARTITION,
@@ -23,6 +25,7 @@ type Options = Pick<
   | 'scheduledCheck'
   | 'migrationTableLockTimeout'
   | 'instanceId'
+  | 'errorSearchIndex'
 >;
 
 /**
@@ -40,8 +43,9 @@ type Options = Pick<
  * lease (`takeLease`), and every step re-reads the catalog, so two instances that meet anyway only
  * see a step fail and skip it.
  */
-export class HistoryPartitions {
+export class HistoryPartitions implements UpkeepSteps {
   private readonly sql: ReturnType<typeof historyPartitionsSql>;
+  private readonly errorSearchIndex: ErrorSearchIndex;
 
   constructor(
     private readonly options: Options,
@@ -49,11 +53,13 @@ export class HistoryPartitions {
     private readonly logger: Pick<Logger, 'log' | 'warn'>,
   ) {
     this.sql = historyPartitionsSql(db.schema);
+    this.errorSearchIndex = new ErrorSearchIndex(db, logger);
   }
 
   /**
    * One round: under the lease, drops what a failed round left, attaches the partitions ahead, and
-   * drops the due partitions that hold nothing to keep. Returns the tables whose expired rows are
+   * drops the due partitions that hold nothing to keep; then keeps the error search index (the
+   * partitions it is built on made first). Returns the tables whose expired rows are
    * deleted in batches: the default partition, and the overdue partitions (held by a row that
    * outlives the rest).
    */
@@ -86,6 +92,7 @@ export class HistoryPartitions {
           }
         }
       }
+      if (this.options.errorSearchIndex) await this.errorSearchIndex.build(this);
       ({ now, attached } = await this.list());
     }
     if (this.options.historyExpiration === 0) return [];
@@ -219,7 +226,7 @@ export class HistoryPartitions {
    * the locks go with it (test/reaper/reaper-fencing.spec.ts pauses an instance that may be
    * making partitions).
    */
-  private async inShortTransaction(
+  async inShortTransaction(
     statements: string[],
     check?: (client: pg.PoolClient) => Promise<boolean>,
   ): Promise<boolean> {
@@ -237,10 +244,13 @@ export class HistoryPartitions {
       });
   }
 
-  /** A step that fails is logged and tried again next round; the round goes on. */
-  private async step(what: string, run: () => Promise<unknown>): Promise<void> {
+  /**
+   * A step that fails is logged and tried again next round; the round goes on. Returns what `run`
+   * returned, `undefined` when it failed.
+   */
+  async step<T>(what: string, run: () => Promise<T>): Promise<T | undefined> {
     try {
-      await run();
+      return await run();
     } catch (err) {
       const reason =
         (err as { code?: string }).code === LOCK_NOT_AVAILABLE
@@ -248,6 +258,7 @@ export class HistoryPartitions {
             `quarter of deadlock_timeout, or migrationTableLockTimeout (${this.options.migrationTableLockTimeout}s) if shorter`
           : (err as Error).message;
       this.logger.warn(`History partitions: ${what} failed (${reason}); tried again next round.`);
+      return undefined;
     }
   }
 }

@@ -139,6 +139,16 @@ export interface JobsModuleOptions {
    */
   historyPartitionInterval?: number;
   /**
+   * Keep a trigram index of history's last errors, so that a search by error text (the dashboard's,
+   * `listJobs`' `error`) that few jobs match is an index look-up rather than a test of every failed
+   * job kept. It needs PostgreSQL's `pg_trgm` extension: used where it is installed, else installed
+   * into the module's schema (a trusted extension: a role that may create objects in the database
+   * may install it); where it cannot be had, a warning says so once and searches work without it.
+   * Built in the background, partition by partition, without stopping writes. It costs an index
+   * write per write of a job that carries an error, none for the others. Default `true`.
+   */
+  errorSearchIndex?: boolean;
+  /**
    * Bytes a task's result (what `run()` returns, as JSON) may take at most. A larger result fails
    * its attempt with `ResultTooLargeError`: it would be stored in `jobHistory` and read by every
    * caller awaiting the job. Default 1048576 (1 MiB).

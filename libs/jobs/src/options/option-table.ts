@@ -172,6 +172,10 @@ export const OPTION_TABLE = {
     resolve: (value: unknown, option: string) =>
       value === undefined ? undefined : seconds(option, value, 0, true),
   },
+  errorSearchIndex: toggle(
+    true,
+    "keep a trigram index of history's errors for searches by error text (installs `pg_trgm` if it can; warns once if not)",
+  ),
   maxResultBytes: count(
     defaults.DEFAULT_MAX_RESULT_BYTES,
     1,

@@ -20,6 +20,7 @@ describe('resolveJobsOptions', () => {
       allowUnknownTasks: false,
       historyExpiration: 90000,
       historyPruneBatchSize: 1000,
+      errorSearchIndex: true,
     });
     expect(resolved.workers).toBeGreaterThanOrEqual(1);
     expect(resolved.concurrency).toBe(Math.max(10, resolved.workers));

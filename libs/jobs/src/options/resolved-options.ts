@@ -37,6 +37,7 @@ export interface ResolvedJobsOptions extends DatabaseOptions {
   readonly historyExpiration: number;
   readonly historyPruneBatchSize: number;
   readonly historyPartitionInterval: number;
+  readonly errorSearchIndex: boolean;
   readonly allowUnknownTasks: boolean;
   readonly runJobs: boolean;
   readonly schedules: readonly ValidatedSchedule[];

@@ -1,0 +1,110 @@
+import type { Logger } from '@nestjs/common';
+import type { JobsDatabase } from '../database/jobs-database.js';
+import { runOnlineStatements } from '../schema/online-statements.js';
+import { ERROR_SEARCH_INDEX, errorSearchIndexSql } from './error-search-index.sql.js';
+
+/** SQLSTATEs that say pg_trgm cannot be installed here at all: no use trying every round. */
+const CANNOT_INSTALL = new Set([
+  '42501', // insufficient_privilege: the role may not create objects in the database
+  '58P01', // undefined_file: the server has no pg_trgm (PostgreSQL built without contrib)
+  '0A000', // feature_not_supported
+]);
+
+/**
+ * A partition up to this size has its part built at once, in one of the upkeep's short
+ * transactions, with the attach: milliseconds of writes held, and a lock wait that ends soon. A
+ * `CONCURRENTLY` build instead waits, lock timeout aside, for every transaction older than it, and
+ * a schema change of the partition meanwhile (another DDL) ends in a deadlock that PostgreSQL may
+ * settle by cancelling the other session's statement; a larger partition is still worth it.
+ */
+const BUILT_AT_ONCE_BYTES = 8 * 1024 * 1024;
+
+/** What the partitions' upkeep lends the index's builds: its short transactions, its soft steps. */
+export interface UpkeepSteps {
+  inShortTransaction(statements: string[]): Promise<boolean>;
+  step<T>(what: string, run: () => Promise<T>): Promise<T | undefined>;
+}
+
+/**
+ * Keeps a trigram index of history's last errors (the `errorSearchIndex` option), so that a search
+ * by error text that few jobs match is an index look-up, not a test of every failed job's error
+ * (see "Searching by error text" in docs/operations.md). It needs the `pg_trgm` extension: used
+ * where it is installed, else installed into the module's schema; a database that refuses it is
+ * told once, and searches work as before, without the index.
+ *
+ * History is partitioned, and `CREATE INDEX CONCURRENTLY` is refused on a partitioned table: the
+ * index is made on the parent alone (`ON ONLY`, nothing built), then built on each partition that
+ * lacks it, concurrently (claims and endings go on), and attached. Partitions attached later get
+ * their (empty) part from the attach itself. Run by the instance holding the partitions' lease,
+ * each round: once every partition has its part, a round costs one catalog query.
+ */
+export class ErrorSearchIndex {
+  private readonly sql: ReturnType<typeof errorSearchIndexSql>;
+  private unavailable = false;
+
+  constructor(
+    private readonly db: JobsDatabase,
+    private readonly logger: Pick<Logger, 'warn'>,
+  ) {
+    this.sql = errorSearchIndexSql(db.schema);
+  }
+
+  async build(upkeep: UpkeepSteps): Promise<void> {
+    if (this.unavailable) return;
+    const trigramSchema = await upkeep.step('finding pg_trgm for the error search index', () =>
+      this.trigramSchema(),
+    );
+    if (!trigramSchema) return;
+    await upkeep.step('making the error search index', () =>
+      upkeep.inShortTransaction([this.sql.createParent(trigramSchema)]),
+    );
+    const missing = await this.db.query<{ name: string; bytes: number }>(
+      this.sql.partitionsWithout,
+      [`${this.db.schema.quoted}.${ERROR_SEARCH_INDEX}`],
+    );
+    for (const { name, bytes } of missing) {
+      await upkeep.step(`building the error search index of ${name}`, async () => {
+        if (bytes <= BUILT_AT_ONCE_BYTES) {
+          // A part of that name here is none attached: what a failed build left, rebuilt.
+          await upkeep.inShortTransaction([
+            this.sql.dropPart(name),
+            this.sql.buildPart(name, trigramSchema, false),
+            this.sql.attachPart(name),
+          ]);
+          return;
+        }
+        await runOnlineStatements(
+          (text, values) => this.db.query(text, values),
+          this.db.schema,
+          [{ index: this.sql.partName(name), sql: this.sql.buildPart(name, trigramSchema, true) }],
+          (message) => this.logger.warn(message),
+        );
+        await upkeep.inShortTransaction([this.sql.attachPart(name)]);
+      });
+    }
+  }
+
+  /** Where pg_trgm is, installing it if it is not; `undefined` when it cannot be had. */
+  private async trigramSchema(): Promise<string | undefined> {
+    const [installed] = await this.db.query<{ schema: string }>(this.sql.trigramSchema);
+    if (installed) return installed.schema;
+    try {
+      await this.db.query(this.sql.installTrigram);
+    } catch (err) {
+      const { code, message } = err as { code?: string; message: string };
+      // Another instance installing it at the same moment: found next round.
+      if (!code || !CANNOT_INSTALL.has(code)) throw err;
+      // Two rounds at once (the one at start, one asked for) both fail: one says it.
+      if (this.unavailable) return undefined;
+      this.unavailable = true;
+      this.logger.warn(
+        `The error search index is not built: the pg_trgm extension cannot be installed (${message}). ` +
+          'A search by error text tests every failed job kept instead. Install pg_trgm in this database ' +
+          '(CREATE EXTENSION pg_trgm) and restart, or set errorSearchIndex: false to be told no more.',
+      );
+      return undefined;
+    }
+    const [row] = await this.db.query<{ schema: string }>(this.sql.trigramSchema);
+    return row?.schema;
+  }
+}
