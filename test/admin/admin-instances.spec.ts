@@ -13,7 +13,7 @@ beforeAll(async () => {
   server = await startHttpJobsApp(db.url, {
     imports: [JobsAdminModule.forRoot({ guard: { canActivate: () => true } })],
     tasks: [GatedTask],
-    options: { pollingCheck: 0.1 },
+    options: { pollingCheck: 0.1, concurrency: 7 },
   });
 });
 afterAll(() => server?.close());
@@ -25,7 +25,12 @@ it('lists each instance with its heartbeat and the jobs it runs now', async () =
   const { id } = await server.queue.addJob({ task: 'gated' });
   await waitFor('the job to start', async () => started.has(id));
   const [me] = await instances();
-  expect(me).toMatchObject({ alive: true, running: 1, jobs: [{ id, task: 'gated' }] });
+  expect(me).toMatchObject({
+    alive: true,
+    concurrency: 7,
+    running: 1,
+    jobs: [{ id, task: 'gated' }],
+  });
   expect(me.id).toBe((await server.queue.getJob(id))!.executedBy);
   expect(me.silentForSeconds).toBeLessThan(60);
 
@@ -43,6 +48,20 @@ it('says an instance whose heartbeat stopped is presumed dead', async () => {
      VALUES ('gone', 'old-host', 1, now() - interval '10 minutes', 60)`,
   );
   const gone = (await instances()).find((instance) => instance.id === 'gone');
-  expect(gone).toMatchObject({ alive: false, hostname: 'old-host', running: 0 });
+  // An instance of a version that did not record its concurrency.
+  expect(gone).toMatchObject({ alive: false, hostname: 'old-host', concurrency: null, running: 0 });
   expect(gone!.silentForSeconds).toBeGreaterThanOrEqual(600);
+});
+
+it('says an instance that runs no jobs runs 0 at once', async () => {
+  const enqueuer = await startHttpJobsApp(db.url, {
+    imports: [JobsAdminModule.forRoot({ guard: { canActivate: () => true } })],
+    options: { runJobs: false, instanceId: 'enqueuer' },
+  });
+  try {
+    const listed = (await instances()).find((instance) => instance.id === 'enqueuer');
+    expect(listed).toMatchObject({ alive: true, concurrency: 0, running: 0 });
+  } finally {
+    await enqueuer.close();
+  }
 });

@@ -243,7 +243,7 @@ export function adminSql({ quoted: s }: SchemaName) {
       SELECT i.id, i.hostname, i.pid, i."startedAt", i."heartbeatAt",
              i."heartbeatAt" >= now() - make_interval(secs => i."instanceTimeout") AS alive,
              extract(epoch FROM now() - i."heartbeatAt")::float8 AS "silentForSeconds",
-             COALESCE(r.running, 0) AS running, COALESCE(to_json(r.jobs), '[]') AS jobs
+             i.concurrency, COALESCE(r.running, 0) AS running, COALESCE(to_json(r.jobs), '[]') AS jobs
       FROM ${s}.instances i LEFT JOIN running r ON r.instance = i.id
       ORDER BY i.id`,
 

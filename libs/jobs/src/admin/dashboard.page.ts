@@ -152,7 +152,7 @@ function refresh() {
     fill($("suspended"), suspended.jobs, [(r) => r.id, (r) => r.task, (r) => (r.waitUntil ? when(r.waitUntil) : "when it is told"), (r) => r.attempt, (r) => button("Cancel", "cancel", r.id)], "No suspended jobs.");
     fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs.");
     fill($("schedules"), schedules.schedules, SCHEDULE_COLUMNS, "No schedules.", (r) => ({ "data-schedule": r.name }));
-    fill($("instances"), instances.instances, [(r) => r.id, (r) => r.hostname || "", (r) => r.pid ?? "", (r) => at(r.startedAt), heartbeat, (r) => r.running, runningJobs], "No instance is registered.", (r) => ({ "data-instance": r.id }));
+    fill($("instances"), instances.instances, [(r) => r.id, (r) => r.hostname || "", (r) => r.pid ?? "", (r) => at(r.startedAt), heartbeat, (r) => (r.concurrency === null ? String(r.running) : r.running + " of " + r.concurrency), runningJobs], "No instance is registered.", (r) => ({ "data-instance": r.id }));
     chart(throughput.minutes);
     $("updated").textContent = "Updated " + new Date().toLocaleTimeString();
   }).catch((err) => say("Cannot load: " + err.message, true));
@@ -384,7 +384,7 @@ ${FLOWS_HTML}<h2>Failed</h2>
 <h2>Recently cancelled</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Cancelled at</th><th></th></tr></thead><tbody id="cancelled"></tbody></table>
 <h2>Instances <small>(registered; what each runs now, its first twenty jobs)</small></h2>
-<table><thead><tr><th>Instance</th><th>Host</th><th>PID</th><th>Started</th><th>Last heartbeat</th><th>Running</th><th>Jobs</th></tr></thead><tbody id="instances"></tbody></table>
+<table><thead><tr><th>Instance</th><th>Host</th><th>PID</th><th>Started</th><th>Last heartbeat</th><th>Running (of its concurrency)</th><th>Jobs</th></tr></thead><tbody id="instances"></tbody></table>
 ${SCHEDULES_HTML}<dialog id="job" aria-labelledby="job-title"><h2 id="job-title"></h2><p id="job-actions"></p><table><tbody id="job-fields"></tbody></table>
 <p><code id="job-snippet"></code> <button type="button" id="job-copy">Copy</button></p><p><button type="button" id="job-close">Close</button></p></dialog>
 <script>${SCRIPT}</script>

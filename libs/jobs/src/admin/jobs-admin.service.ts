@@ -205,6 +205,11 @@ export interface InstanceInfo {
   /** Whether its last heartbeat is within its own `instanceTimeout`. */
   alive: boolean;
   silentForSeconds: number;
+  /**
+   * How many jobs it runs at once (its `concurrency`; 0 with `runJobs: false`), `null` for an
+   * instance of a version before it was recorded.
+   */
+  concurrency: number | null;
   /** How many attempts it runs now. */
   running: number;
   /** The first 20 of them, oldest first. */

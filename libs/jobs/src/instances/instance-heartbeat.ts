@@ -101,6 +101,11 @@ export class InstanceHeartbeat {
     return this.stopping;
   }
 
+  /** How many jobs this instance runs at once, as the console shows it: none without `runJobs`. */
+  private concurrency(): number {
+    return this.options.runJobs ? this.options.concurrency : 0;
+  }
+
   private register(onlyIfNoLiveHolder: boolean): Promise<InstanceRegistration[]> {
     return this.db.query<InstanceRegistration>(this.sql.register, [
       this.options.instanceId,
@@ -108,6 +113,7 @@ export class InstanceHeartbeat {
       process.pid,
       this.options.instanceTimeout,
       onlyIfNoLiveHolder,
+      this.concurrency(),
     ]);
   }
 
@@ -173,6 +179,7 @@ export class InstanceHeartbeat {
         process.pid,
         registration.startedAt,
         this.options.instanceTimeout,
+        this.concurrency(),
       ]);
     } catch (err) {
       if (this.healthySince !== undefined) {

@@ -36,11 +36,14 @@ export function instancesSql({ quoted: s }: SchemaName) {
      * cannot both take it.
      *
      * $1 id $2 hostname $3 pid $4 instanceTimeout $5 only if no live instance has the row
+     * $6 concurrency (0: runs no jobs)
      */
     register: `
-      INSERT INTO ${s}.instances AS i (id, hostname, pid, "instanceTimeout") VALUES ($1, $2, $3, $4)
+      INSERT INTO ${s}.instances AS i (id, hostname, pid, "instanceTimeout", concurrency)
+      VALUES ($1, $2, $3, $4, $6)
       ON CONFLICT (id) DO UPDATE SET hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
-        "instanceTimeout" = EXCLUDED."instanceTimeout", "startedAt" = now(), "heartbeatAt" = now()
+        "instanceTimeout" = EXCLUDED."instanceTimeout", concurrency = EXCLUDED.concurrency,
+        "startedAt" = now(), "heartbeatAt" = now()
       WHERE NOT $5::boolean OR i."heartbeatAt" < now() - make_interval(secs => i."instanceTimeout")
       RETURNING "startedAt"::text AS "startedAt"`,
 
@@ -49,12 +52,12 @@ export function instancesSql({ quoted: s }: SchemaName) {
      * reaper presumed it dead). The row is put back with this life's `startedAt`, so jobs claimed
      * in this life are never taken for an earlier life's.
      *
-     * $1 id $2 hostname $3 pid $4 startedAt $5 instanceTimeout
+     * $1 id $2 hostname $3 pid $4 startedAt $5 instanceTimeout $6 concurrency
      */
     heartbeat: `
       WITH previous AS (SELECT "heartbeatAt" FROM ${s}.instances WHERE id = $1)
-      INSERT INTO ${s}.instances (id, hostname, pid, "startedAt", "instanceTimeout")
-      VALUES ($1, $2, $3, $4::timestamptz, $5)
+      INSERT INTO ${s}.instances (id, hostname, pid, "startedAt", "instanceTimeout", concurrency)
+      VALUES ($1, $2, $3, $4::timestamptz, $5, $6)
       ON CONFLICT (id) DO UPDATE SET "heartbeatAt" = now()
       RETURNING (SELECT extract(epoch FROM now() - "heartbeatAt")::float8 FROM previous) AS "silentFor"`,
 

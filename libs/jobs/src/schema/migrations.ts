@@ -611,6 +611,16 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 17,
+    name: 'instances say how many jobs each runs at once',
+    sql: ({ quoted: s }) => `
+      -- A catalog change only. Each instance's concurrency (0 for one that runs no jobs), written
+      -- at its registration and its heartbeats, so that the console shows how full each is. NULL
+      -- for an instance of an earlier version, which does not write it.
+      ALTER TABLE ${s}.instances ADD COLUMN concurrency integer;
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */

@@ -161,6 +161,8 @@ export class JobsInstanceEntity {
   @column('heartbeatAt', 'timestamptz') heartbeatAt!: Date;
   /** Seconds of silence after which its peers take it for dead. */
   @column('instanceTimeout', 'double precision') instanceTimeout!: number;
+  /** How many jobs it runs at once (0: none); null for an instance of a version that did not record it. */
+  @column('concurrency', 'integer', true) concurrency!: number | null;
 }
 
 /**
