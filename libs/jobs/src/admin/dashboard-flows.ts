@@ -2,7 +2,7 @@
  * The dashboard's Flows section: the latest flows with their progress, and the flow an operator
  * clicks on, its jobs with their dependencies and states, with Retry flow and Cancel flow (each
  * confirmed first). Its script runs inside the page's one script (`dashboard.page.ts`) and uses its
- * helpers (`api`, `el`, `fill`, `say`, `badge`, `at`); like the rest of the page, it inserts
+ * helpers (`api`, `el`, `fill`, `redraw`, `say`, `badge`, `at`); like the rest of the page, it inserts
  * every value as text.
  */
 export const FLOWS_SCRIPT = String.raw`
@@ -31,10 +31,14 @@ function flowAction(action, flow) {
 }
 // The flow shown under the list, kept up to date by each refresh until it is closed.
 let shownFlow = "";
+// The answer the open flow shows: the same one again (a 304) leaves it as it is.
+let shownFlowAnswer = null;
 function showFlow(id) {
   shownFlow = id;
-  return api("flows/" + id).then(({ flow }) => {
-    if (flow.flowId !== shownFlow) return;
+  return api("flows/" + id).then((answer) => {
+    const { flow } = answer;
+    if (flow.flowId !== shownFlow || (!$("flow").hidden && answer === shownFlowAnswer)) return;
+    shownFlowAnswer = answer;
     $("flow-title").textContent = "Flow " + flowLabel(flow) + " (" + flow.flowId + ")";
     $("flow-state").replaceChildren(badge(flow.state), " ", flowProgress(flow), " (" + flowCounts(flow.counts) + ")");
     const more = flow.jobs.length - SHOWN_FLOW_JOBS;
@@ -48,7 +52,7 @@ function showFlow(id) {
 function refreshFlows() {
   if (shownFlow) showFlow(shownFlow);
   return api("flows?limit=10")
-    .then((body) => fill($("flows"), body.flows, [(r) => r.name || "", (r) => at(r.createdAt), flowProgress, (r) => badge(r.state), (r) => flowCounts(r.counts)], "No flows.", (r) => ({ "data-flow-id": r.flowId })))
+    .then((body) => redraw("flows", body, () => fill($("flows"), body.flows, [(r) => r.name || "", (r) => at(r.createdAt), flowProgress, (r) => badge(r.state), (r) => flowCounts(r.counts)], "No flows.", (r) => ({ "data-flow-id": r.flowId }))))
     .catch((err) => say("Cannot load the flows: " + err.message, true));
 }
 $("flow-close").addEventListener("click", () => { shownFlow = ""; $("flow").hidden = true; });

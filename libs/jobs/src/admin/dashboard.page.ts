@@ -8,17 +8,53 @@ import { CANCELLABLE, DELETABLE, RETRYABLE } from '../job-queue/bulk-operations.
  * The dashboard: one static page, served as is (nothing to build, no assets), that reads the
  * admin API relative to its own address. Every value from the database is inserted as text
  * (`textContent`), never as HTML: error messages and payloads are attacker-controllable.
- * Changing requests carry `X-Jobs-Admin: 1`, which a cross-site form cannot send.
+ * Changing requests carry `X-Jobs-Admin: 1`, which a cross-site form cannot send. Its poll is
+ * conditional: each GET sends the `ETag` it last got (`ConditionalGetInterceptor`), and a part of
+ * the page whose answer came back 304 is not drawn again.
  */
 const SCRIPT = String.raw`
 "use strict";
 const base = location.pathname.replace(/\/+$/, "");
-const api = (path, init) =>
-  fetch(base + "/api/" + path, Object.assign({ credentials: "same-origin", cache: "no-store" }, init))
-    .then((res) => res.json().then((body) => {
-      if (!res.ok) throw new Error(body && body.message ? body.message : res.statusText);
-      return body;
-    }));
+// Each GET's last answer and its ETag, by address. A poll sends the tag (If-None-Match); a 304 has
+// no body and hands back the one kept here, the very same object, which tells the page that what it
+// drew from it is still true (see redraw). "no-store" keeps the browser's cache out of the way: it
+// neither answers for the server nor turns the server's 304 into the 200 it stored, so the page
+// sees the 304 itself. A search's addresses come and go: only the latest ones are kept.
+const KEPT_ANSWERS = 64;
+const answers = new Map();
+function api(path, init) {
+  const url = base + "/api/" + path;
+  const kept = !init || !init.method || init.method === "GET" ? answers.get(url) : undefined;
+  const headers = Object.assign({}, init && init.headers, kept ? { "If-None-Match": kept.etag } : {});
+  return fetch(url, Object.assign({ credentials: "same-origin", cache: "no-store" }, init, { headers }))
+    .then((res) => {
+      answers.delete(url);
+      if (res.status === 304 && kept) {
+        answers.set(url, kept);
+        return kept.body;
+      }
+      return res.json().then((body) => {
+        if (!res.ok) throw new Error(body && body.message ? body.message : res.statusText);
+        const etag = res.headers.get("ETag");
+        if (etag && (!init || !init.method || init.method === "GET")) {
+          answers.set(url, { etag, body });
+          if (answers.size > KEPT_ANSWERS) answers.delete(answers.keys().next().value);
+        }
+        return body;
+      });
+    });
+}
+// What each part of the page was last drawn from. An answer a 304 handed back is that same object:
+// the part is left as it is, so a row keeps its focus (keyboard users move through rows), a
+// selection and the scroll stay, and the page does no work. variant is what else the drawing
+// depends on (the clock, for a pending job's Run now).
+const drawnFrom = new Map();
+function redraw(part, body, draw, variant) {
+  const drawn = drawnFrom.get(part);
+  if (drawn && drawn.body === body && drawn.variant === variant) return;
+  drawnFrom.set(part, { body, variant });
+  draw(body);
+}
 const $ = (id) => document.getElementById(id);
 // The states a retry, a cancel and a delete take, as the queue's bulk calls define them.
 const RETRYABLE_STATES = ${JSON.stringify(RETRYABLE)};
@@ -141,19 +177,22 @@ function refresh() {
     api("queues"),
     api("instances"),
   ]).then(([stats, failed, pending, active, suspended, completed, schedules, throughput, queues, instances]) => {
-    const t = stats.totals;
-    for (const key of ["pending", "blocked", "due", "snoozed", "active", "completed", "failed", "cancelled"]) $("total-" + key).textContent = String(t[key]);
-    $("total-oldest").textContent = secs(t.oldestPendingAgeSeconds);
-    fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => r.cancelled, (r) => r.snoozed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
-    fill($("queues"), queues.queues, [(r) => r.name, (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name }));
-    fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorPreview || "" }), (r) => at(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
-    fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, due, (r) => r.attempt, (r) => r.lastErrorPreview || "", (r) => el("span", {}, [waitsForItsTime(r) ? button("Run now", "run", r.id) : "", " ", button("Cancel", "cancel", r.id)])], "Nothing queued.");
-    fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => at(r.startedAt), (r) => listedProgress(r.progressPreview), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
-    fill($("suspended"), suspended.jobs, [(r) => r.id, (r) => r.task, (r) => (r.waitUntil ? when(r.waitUntil) : "when it is told"), (r) => r.attempt, (r) => button("Cancel", "cancel", r.id)], "No suspended jobs.");
-    fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs.");
-    fill($("schedules"), schedules.schedules, SCHEDULE_COLUMNS, "No schedules.", (r) => ({ "data-schedule": r.name }));
-    fill($("instances"), instances.instances, [(r) => r.id, (r) => r.hostname || "", (r) => r.pid ?? "", (r) => at(r.startedAt), heartbeat, (r) => r.running, runningJobs], "No instance is registered.", (r) => ({ "data-instance": r.id }));
-    chart(throughput.minutes);
+    redraw("stats", stats, () => {
+      const t = stats.totals;
+      for (const key of ["pending", "blocked", "due", "snoozed", "active", "completed", "failed", "cancelled"]) $("total-" + key).textContent = String(t[key]);
+      $("total-oldest").textContent = secs(t.oldestPendingAgeSeconds);
+      fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => r.cancelled, (r) => r.snoozed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
+    });
+    redraw("queues", queues, () => fill($("queues"), queues.queues, [(r) => r.name, (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name })));
+    redraw("failed", failed, () => fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorPreview || "" }), (r) => at(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs."));
+    // Run now is offered while a job waits for its time: drawn again when that time comes.
+    redraw("pending", pending, () => fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, due, (r) => r.attempt, (r) => r.lastErrorPreview || "", (r) => el("span", {}, [waitsForItsTime(r) ? button("Run now", "run", r.id) : "", " ", button("Cancel", "cancel", r.id)])], "Nothing queued."), pending.jobs.filter(waitsForItsTime).length);
+    redraw("active", active, () => fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => at(r.startedAt), (r) => listedProgress(r.progressPreview), (r) => button("Cancel", "cancel", r.id)], "Nothing running."));
+    redraw("suspended", suspended, () => fill($("suspended"), suspended.jobs, [(r) => r.id, (r) => r.task, (r) => (r.waitUntil ? when(r.waitUntil) : "when it is told"), (r) => r.attempt, (r) => button("Cancel", "cancel", r.id)], "No suspended jobs."));
+    redraw("completed", completed, () => fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs."));
+    redraw("schedules", schedules, () => fill($("schedules"), schedules.schedules, SCHEDULE_COLUMNS, "No schedules.", (r) => ({ "data-schedule": r.name })));
+    redraw("instances", instances, () => fill($("instances"), instances.instances, [(r) => r.id, (r) => r.hostname || "", (r) => r.pid ?? "", (r) => at(r.startedAt), heartbeat, (r) => r.running, runningJobs], "No instance is registered.", (r) => ({ "data-instance": r.id })));
+    redraw("chart", throughput, () => chart(throughput.minutes));
     $("updated").textContent = "Updated " + new Date().toLocaleTimeString();
   }).catch((err) => say("Cannot load: " + err.message, true));
 }
@@ -166,7 +205,7 @@ const badge = (state) => el("span", { class: "state state-" + state, text: state
 function refreshJobLife() {
   if (shownJob) showJob(shownJob);
   return api("jobs?state=cancelled&limit=20")
-    .then((cancelled) => fill($("cancelled"), cancelled.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => button("Retry", "retry", r.id)], "No cancelled jobs."))
+    .then((cancelled) => redraw("cancelled", cancelled, () => fill($("cancelled"), cancelled.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => button("Retry", "retry", r.id)], "No cancelled jobs.")))
     .catch((err) => say("Cannot load: " + err.message, true));
 }
 // The job shown in the dialog, kept up to date by each refresh until the dialog is closed.
@@ -175,8 +214,12 @@ function showJob(id) {
   shownJob = id;
   return api("jobs/" + id).then(renderJob).catch((err) => say("Cannot load job " + id + ": " + err.message, true));
 }
-function renderJob({ job, history, attempts, cronSlot }) {
-  if (job.id !== shownJob) return;
+// The answer the open dialog shows: the same one again leaves it as it is, focus included.
+let shownAnswer = null;
+function renderJob(answer) {
+  const { job, history, attempts, cronSlot } = answer;
+  if (job.id !== shownJob || ($("job").open && answer === shownAnswer)) return;
+  shownAnswer = answer;
   const row = (label, value) => el("tr", { "data-field": label }, [el("th", { text: label }), el("td", {}, [value instanceof Node ? value : String(value ?? "")])]);
   const full = (value) => el("pre", { text: JSON.stringify(value, null, 2) });
   const rows = [row("Task", job.task), row("State", badge(job.state)), row("Attempts", job.attempt + " of " + (job.maxRetries + 1)), row("Created", when(job.createdAt)), row("Started", when(job.startedAt))];
@@ -281,7 +324,7 @@ api("tasks")
 const ms = (value) => (value === undefined ? "" : value < 1000 ? Math.round(value) + " ms" : (value / 1000).toFixed(1) + " s");
 function refreshDurations() {
   return api("durations?minutes=60")
-    .then((body) => fill($("durations"), body.tasks, [(r) => r.task, (r) => r.completed, (r) => r.failed, (r) => (r.failureRate * 100).toFixed(1) + " %", (r) => ms(r.durationMs?.p50), (r) => ms(r.durationMs?.p95), (r) => ms(r.durationMs?.p99)], "No job ended in the last hour.", (r) => ({ "data-task": r.task })))
+    .then((body) => redraw("durations", body, () => fill($("durations"), body.tasks, [(r) => r.task, (r) => r.completed, (r) => r.failed, (r) => (r.failureRate * 100).toFixed(1) + " %", (r) => ms(r.durationMs?.p50), (r) => ms(r.durationMs?.p95), (r) => ms(r.durationMs?.p99)], "No job ended in the last hour.", (r) => ({ "data-task": r.task }))))
     .catch((err) => say("Cannot load the durations: " + err.message, true));
 }
 // A viewer who may only look gets a page without actions (the API refuses them anyway).
