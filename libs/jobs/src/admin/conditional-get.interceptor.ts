@@ -44,7 +44,8 @@ export function matchesIfNoneMatch(ifNoneMatch: string | undefined, tag: string)
  * in the database says a table is unchanged (see "Conditional polling" in docs/operations.md).
  *
  * An interceptor runs after the guards, so a request the guard refuses gets its 401 or 403, never a
- * 304. The page (a string, served `no-store`) and every `POST` pass through untouched.
+ * 304. The page (a string, served `no-store`), anything streamed and every `POST` pass through
+ * untouched.
  */
 @Injectable()
 export class ConditionalGetInterceptor implements NestInterceptor {
@@ -56,7 +57,7 @@ export class ConditionalGetInterceptor implements NestInterceptor {
     if (request.method !== 'GET' && request.method !== 'HEAD') return next.handle();
     return next.handle().pipe(
       map((body: unknown) => {
-        if (body === null || typeof body !== 'object') return body;
+        if (!isJson(body)) return body;
         const tag = entityTagOf(JSON.stringify(body));
         const ifNoneMatch = request.headers['if-none-match'];
         if (matchesIfNoneMatch(typeof ifNoneMatch === 'string' ? ifNoneMatch : undefined, tag)) {
@@ -75,4 +76,14 @@ export class ConditionalGetInterceptor implements NestInterceptor {
       }),
     );
   }
+}
+
+/**
+ * Whether the route answered a value Nest sends as JSON: a plain object or an array. The page's
+ * HTML (a string) and anything Nest streams (a `StreamableFile`, a web `Response`) are not tagged.
+ */
+function isJson(body: unknown): body is object {
+  if (body === null || typeof body !== 'object') return false;
+  const prototype = Object.getPrototypeOf(body) as unknown;
+  return Array.isArray(body) || prototype === Object.prototype || prototype === null;
 }
