@@ -2,7 +2,7 @@
  * The dashboard's Flows section: the latest flows with their progress, and the flow an operator
  * clicks on, its jobs with their dependencies and states, with Retry flow and Cancel flow (each
  * confirmed first). Its script runs inside the page's one script (`dashboard.page.ts`) and uses its
- * helpers (`api`, `el`, `fill`, `redraw`, `say`, `badge`, `at`); like the rest of the page, it inserts
+ * helpers (`api`, `el`, `fill`, `say`, `badge`, `at`); like the rest of the page, it inserts
  * every value as text.
  */
 export const FLOWS_SCRIPT = String.raw`
@@ -52,7 +52,7 @@ function showFlow(id) {
 function refreshFlows() {
   if (shownFlow) showFlow(shownFlow);
   return api("flows?limit=10")
-    .then((body) => redraw("flows", body, () => fill($("flows"), body.flows, [(r) => r.name || "", (r) => at(r.createdAt), flowProgress, (r) => badge(r.state), (r) => flowCounts(r.counts)], "No flows.", (r) => ({ "data-flow-id": r.flowId }))))
+    .then((body) => fill($("flows"), body.flows, [(r) => r.name || "", (r) => at(r.createdAt), flowProgress, (r) => badge(r.state), (r) => flowCounts(r.counts)], "No flows.", (r) => ({ "data-flow-id": r.flowId })))
     .catch((err) => say("Cannot load the flows: " + err.message, true));
 }
 $("flow-close").addEventListener("click", () => { shownFlow = ""; $("flow").hidden = true; });

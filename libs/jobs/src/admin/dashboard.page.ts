@@ -10,7 +10,7 @@ import { CANCELLABLE, DELETABLE, RETRYABLE } from '../job-queue/bulk-operations.
  * (`textContent`), never as HTML: error messages and payloads are attacker-controllable.
  * Changing requests carry `X-Jobs-Admin: 1`, which a cross-site form cannot send. Its poll is
  * conditional: each GET sends the `ETag` it last got (`ConditionalGetInterceptor`), and a part of
- * the page whose answer came back 304 is not drawn again.
+ * the page whose answer came back 304 is not drawn again (`fill`).
  */
 const SCRIPT = String.raw`
 "use strict";
@@ -44,17 +44,6 @@ function api(path, init) {
       });
     });
 }
-// What each part of the page was last drawn from. An answer a 304 handed back is that same object:
-// the part is left as it is, so a row keeps its focus (keyboard users move through rows), a
-// selection and the scroll stay, and the page does no work. variant is what else the drawing
-// depends on (the clock, for a pending job's Run now).
-const drawnFrom = new Map();
-function redraw(part, body, draw, variant) {
-  const drawn = drawnFrom.get(part);
-  if (drawn && drawn.body === body && drawn.variant === variant) return;
-  drawnFrom.set(part, { body, variant });
-  draw(body);
-}
 const $ = (id) => document.getElementById(id);
 // The states a retry, a cancel and a delete take, as the queue's bulk calls define them.
 const RETRYABLE_STATES = ${JSON.stringify(RETRYABLE)};
@@ -79,7 +68,13 @@ function at(value) {
 }
 const secs = (value) => (value === null || value === undefined ? "none" : Math.round(value) + " s");
 const json = (value) => { const text = JSON.stringify(value); return text.length > 120 ? text.slice(0, 117) + "..." : text; };
+// The rows each table was last drawn from. Rows of an answer that a 304 handed back are that same
+// array: the table is left as it is, so a row keeps the keyboard focus (rows take it: Tab, then
+// Enter opens the job), a selection and the scroll stay, and the page does no work.
+const drawnFrom = new WeakMap();
 function fill(tbody, rows, columns, empty, attrs = (row) => (row.id ? { "data-job-id": row.id, tabindex: "0" } : { "data-job-id": "" })) {
+  if (drawnFrom.get(tbody) === rows) return;
+  drawnFrom.set(tbody, rows);
   tbody.replaceChildren();
   if (rows.length === 0) {
     tbody.append(el("tr", {}, [el("td", { colspan: String(columns.length), class: "empty", text: empty })]));
@@ -91,6 +86,14 @@ function fill(tbody, rows, columns, empty, attrs = (row) => (row.id ? { "data-jo
       return el("td", {}, [value instanceof Node ? value : document.createTextNode(String(value ?? ""))]);
     })));
   }
+}
+// What a table's drawing depends on besides its rows (the clock): when it changes, the table is
+// drawn again from the same rows.
+const drawnWith = new WeakMap();
+function dependsOn(tbody, variant) {
+  if (drawnWith.get(tbody) === variant) return;
+  drawnWith.set(tbody, variant);
+  drawnFrom.delete(tbody);
 }
 function act(path, done) {
   return api(path, { method: "POST", headers: { "X-Jobs-Admin": "1" } })
@@ -140,6 +143,8 @@ function limits(queue) {
 }
 function chart(minutes) {
   const svg = $("chart");
+  if (drawnFrom.get(svg) === minutes) return;
+  drawnFrom.set(svg, minutes);
   const width = 600, height = 120, n = minutes.length || 1, bar = width / n;
   const max = Math.max(1, ...minutes.map((m) => m.completed + m.failed));
   const ns = "http://www.w3.org/2000/svg";
@@ -177,22 +182,21 @@ function refresh() {
     api("queues"),
     api("instances"),
   ]).then(([stats, failed, pending, active, suspended, completed, schedules, throughput, queues, instances]) => {
-    redraw("stats", stats, () => {
-      const t = stats.totals;
-      for (const key of ["pending", "blocked", "due", "snoozed", "active", "completed", "failed", "cancelled"]) $("total-" + key).textContent = String(t[key]);
-      $("total-oldest").textContent = secs(t.oldestPendingAgeSeconds);
-      fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => r.cancelled, (r) => r.snoozed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
-    });
-    redraw("queues", queues, () => fill($("queues"), queues.queues, [(r) => r.name, (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name })));
-    redraw("failed", failed, () => fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorPreview || "" }), (r) => at(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs."));
-    // Run now is offered while a job waits for its time: drawn again when that time comes.
-    redraw("pending", pending, () => fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, due, (r) => r.attempt, (r) => r.lastErrorPreview || "", (r) => el("span", {}, [waitsForItsTime(r) ? button("Run now", "run", r.id) : "", " ", button("Cancel", "cancel", r.id)])], "Nothing queued."), pending.jobs.filter(waitsForItsTime).length);
-    redraw("active", active, () => fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => at(r.startedAt), (r) => listedProgress(r.progressPreview), (r) => button("Cancel", "cancel", r.id)], "Nothing running."));
-    redraw("suspended", suspended, () => fill($("suspended"), suspended.jobs, [(r) => r.id, (r) => r.task, (r) => (r.waitUntil ? when(r.waitUntil) : "when it is told"), (r) => r.attempt, (r) => button("Cancel", "cancel", r.id)], "No suspended jobs."));
-    redraw("completed", completed, () => fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs."));
-    redraw("schedules", schedules, () => fill($("schedules"), schedules.schedules, SCHEDULE_COLUMNS, "No schedules.", (r) => ({ "data-schedule": r.name })));
-    redraw("instances", instances, () => fill($("instances"), instances.instances, [(r) => r.id, (r) => r.hostname || "", (r) => r.pid ?? "", (r) => at(r.startedAt), heartbeat, (r) => r.running, runningJobs], "No instance is registered.", (r) => ({ "data-instance": r.id })));
-    redraw("chart", throughput, () => chart(throughput.minutes));
+    const t = stats.totals;
+    for (const key of ["pending", "blocked", "due", "snoozed", "active", "completed", "failed", "cancelled"]) $("total-" + key).textContent = String(t[key]);
+    $("total-oldest").textContent = secs(t.oldestPendingAgeSeconds);
+    fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => r.cancelled, (r) => r.snoozed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
+    fill($("queues"), queues.queues, [(r) => r.name, (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name }));
+    fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorPreview || "" }), (r) => at(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
+    // Run now is offered while a job waits for its time: drawn again once a job's time has come.
+    dependsOn($("pending"), pending.jobs.filter(waitsForItsTime).length);
+    fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, due, (r) => r.attempt, (r) => r.lastErrorPreview || "", (r) => el("span", {}, [waitsForItsTime(r) ? button("Run now", "run", r.id) : "", " ", button("Cancel", "cancel", r.id)])], "Nothing queued.");
+    fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => at(r.startedAt), (r) => listedProgress(r.progressPreview), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
+    fill($("suspended"), suspended.jobs, [(r) => r.id, (r) => r.task, (r) => (r.waitUntil ? when(r.waitUntil) : "when it is told"), (r) => r.attempt, (r) => button("Cancel", "cancel", r.id)], "No suspended jobs.");
+    fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs.");
+    fill($("schedules"), schedules.schedules, SCHEDULE_COLUMNS, "No schedules.", (r) => ({ "data-schedule": r.name }));
+    fill($("instances"), instances.instances, [(r) => r.id, (r) => r.hostname || "", (r) => r.pid ?? "", (r) => at(r.startedAt), heartbeat, (r) => r.running, runningJobs], "No instance is registered.", (r) => ({ "data-instance": r.id }));
+    chart(throughput.minutes);
     $("updated").textContent = "Updated " + new Date().toLocaleTimeString();
   }).catch((err) => say("Cannot load: " + err.message, true));
 }
@@ -205,7 +209,7 @@ const badge = (state) => el("span", { class: "state state-" + state, text: state
 function refreshJobLife() {
   if (shownJob) showJob(shownJob);
   return api("jobs?state=cancelled&limit=20")
-    .then((cancelled) => redraw("cancelled", cancelled, () => fill($("cancelled"), cancelled.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => button("Retry", "retry", r.id)], "No cancelled jobs.")))
+    .then((cancelled) => fill($("cancelled"), cancelled.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => button("Retry", "retry", r.id)], "No cancelled jobs."))
     .catch((err) => say("Cannot load: " + err.message, true));
 }
 // The job shown in the dialog, kept up to date by each refresh until the dialog is closed.
@@ -214,7 +218,7 @@ function showJob(id) {
   shownJob = id;
   return api("jobs/" + id).then(renderJob).catch((err) => say("Cannot load job " + id + ": " + err.message, true));
 }
-// The answer the open dialog shows: the same one again leaves it as it is, focus included.
+// The answer the open dialog shows: the same one again (a 304) leaves it as it is, focus included.
 let shownAnswer = null;
 function renderJob(answer) {
   const { job, history, attempts, cronSlot } = answer;
@@ -324,7 +328,7 @@ api("tasks")
 const ms = (value) => (value === undefined ? "" : value < 1000 ? Math.round(value) + " ms" : (value / 1000).toFixed(1) + " s");
 function refreshDurations() {
   return api("durations?minutes=60")
-    .then((body) => redraw("durations", body, () => fill($("durations"), body.tasks, [(r) => r.task, (r) => r.completed, (r) => r.failed, (r) => (r.failureRate * 100).toFixed(1) + " %", (r) => ms(r.durationMs?.p50), (r) => ms(r.durationMs?.p95), (r) => ms(r.durationMs?.p99)], "No job ended in the last hour.", (r) => ({ "data-task": r.task }))))
+    .then((body) => fill($("durations"), body.tasks, [(r) => r.task, (r) => r.completed, (r) => r.failed, (r) => (r.failureRate * 100).toFixed(1) + " %", (r) => ms(r.durationMs?.p50), (r) => ms(r.durationMs?.p95), (r) => ms(r.durationMs?.p99)], "No job ended in the last hour.", (r) => ({ "data-task": r.task })))
     .catch((err) => say("Cannot load the durations: " + err.message, true));
 }
 // A viewer who may only look gets a page without actions (the API refuses them anyway).
