@@ -1,29 +1,8 @@
-import { JobsAdminModule } from 'nestjs-pg-jobs';
-import { json, startHttpJobsApp } from '../support/http-app.js';
-import type { HttpJobsApp } from '../support/http-app.js';
+import { json, useAdminApp } from '../support/http-app.js';
 import { useTestDatabase } from '../support/test-database.js';
 
 const db = useTestDatabase();
-let server: HttpJobsApp;
-
-/** A viewer, by the role a session would give: here, a header the test sets. */
-const viewerOnly = (request: { headers: Record<string, string | undefined> }) =>
-  request.headers['x-role'] === 'viewer';
-
-beforeAll(async () => {
-  server = await startHttpJobsApp(db.url, {
-    imports: [
-      JobsAdminModule.forRoot({ guard: { canActivate: () => true }, readOnly: viewerOnly }),
-    ],
-    options: { allowUnknownTasks: true, pollingCheck: 0.1 },
-  });
-});
-afterAll(() => server?.close());
-
-const api = (path: string, headers: Record<string, string> = {}, method = 'GET') =>
-  fetch(`${server.url}/jobs-admin/api/${path}`, { method, headers });
-const act = (path: string, role = 'operator') =>
-  api(path, { 'x-role': role, 'x-jobs-admin': '1' }, 'POST');
+const { api, act } = useAdminApp(db);
 
 /** Jobs of a task nobody runs that ended, straight into history: `count` of each state given. */
 async function ended(task: string, states: readonly string[], count = 1): Promise<void> {

@@ -1,6 +1,9 @@
-import { CronPlannerService, JobsAdminModule } from 'nestjs-pg-jobs';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { jest } from '@jest/globals';
+import { CronPlannerService, JobsAdminModule, JobsAdminService } from 'nestjs-pg-jobs';
 import type { CronSlotInfo, ListedScheduleInfo } from 'nestjs-pg-jobs';
 import { adminSql } from '../../libs/jobs/src/admin/admin.sql.js';
+import { JobsDatabase } from '../../libs/jobs/src/database/jobs-database.js';
 import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
 import { json, startHttpJobsApp } from '../support/http-app.js';
 import type { HttpJobsApp } from '../support/http-app.js';
@@ -186,5 +189,43 @@ describe("the statement of the schedules' last runs", () => {
     // At most 5 rows of each schedule's slots (another plan would read 8,640 each).
     expect(slotReads.every((node) => node['Actual Rows']! <= 5)).toBe(true);
     expect(slotReads.length).toBeGreaterThan(0);
+  });
+});
+
+// After the one above: its twenty schedules are the many this counts the statements of.
+describe('the statements of GET api/schedules', () => {
+  it('are two however many schedules there are: the schedules with their next runs, and every last run', async () => {
+    // The statements the call itself sends, told apart from the runner's and the heartbeat's
+    // meanwhile by the async context they are sent from.
+    const call = new AsyncLocalStorage<true>();
+    const sent: string[] = [];
+    const { query: sendOne, withClient: sendOnClient } = JobsDatabase.prototype;
+    const counted = <T extends (...args: never[]) => unknown>(method: T) =>
+      function (this: unknown, ...args: Parameters<T>) {
+        if (call.getStore()) sent.push(typeof args[0] === 'string' ? args[0] : 'a transaction');
+        return method.apply(this, args);
+      };
+    const query = jest
+      .spyOn(JobsDatabase.prototype, 'query')
+      .mockImplementation(counted(sendOne) as never);
+    const withClient = jest
+      .spyOn(JobsDatabase.prototype, 'withClient')
+      .mockImplementation(counted(sendOnClient) as never);
+    try {
+      const { schedules } = await call.run(true, () =>
+        server.app.get(JobsAdminService).schedules(),
+      );
+      expect(schedules.length).toBeGreaterThanOrEqual(20);
+      expect(sent).toHaveLength(2);
+      const busy = schedules.find((schedule) => schedule.name === 'busy1')!;
+      // Every second: its next three slots, a second apart.
+      expect(
+        busy.nextRuns.map((run) => new Date(run).getTime() - busy.nextRuns[0].getTime()),
+      ).toEqual([0, 1000, 2000]);
+      expect(busy.lastRuns).toHaveLength(5);
+    } finally {
+      query.mockRestore();
+      withClient.mockRestore();
+    }
   });
 });

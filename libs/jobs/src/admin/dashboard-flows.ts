@@ -31,10 +31,14 @@ function flowAction(action, flow) {
 }
 // The flow shown under the list, kept up to date by each refresh until it is closed.
 let shownFlow = "";
+// The answer the open flow shows: the same one again (a 304) leaves it as it is.
+let shownFlowAnswer = null;
 function showFlow(id) {
   shownFlow = id;
-  return api("flows/" + id).then(({ flow }) => {
-    if (flow.flowId !== shownFlow) return;
+  return api("flows/" + id).then((answer) => {
+    const { flow } = answer;
+    if (flow.flowId !== shownFlow || (!$("flow").hidden && answer === shownFlowAnswer)) return;
+    shownFlowAnswer = answer;
     $("flow-title").textContent = "Flow " + flowLabel(flow) + " (" + flow.flowId + ")";
     $("flow-state").replaceChildren(badge(flow.state), " ", flowProgress(flow), " (" + flowCounts(flow.counts) + ")");
     const more = flow.jobs.length - SHOWN_FLOW_JOBS;

@@ -8,17 +8,42 @@ import { CANCELLABLE, DELETABLE, RETRYABLE } from '../job-queue/bulk-operations.
  * The dashboard: one static page, served as is (nothing to build, no assets), that reads the
  * admin API relative to its own address. Every value from the database is inserted as text
  * (`textContent`), never as HTML: error messages and payloads are attacker-controllable.
- * Changing requests carry `X-Jobs-Admin: 1`, which a cross-site form cannot send.
+ * Changing requests carry `X-Jobs-Admin: 1`, which a cross-site form cannot send. Its poll is
+ * conditional: each GET sends the `ETag` it last got (`ConditionalGetInterceptor`), and a part of
+ * the page whose answer came back 304 is not drawn again (`fill`).
  */
 const SCRIPT = String.raw`
 "use strict";
 const base = location.pathname.replace(/\/+$/, "");
-const api = (path, init) =>
-  fetch(base + "/api/" + path, Object.assign({ credentials: "same-origin", cache: "no-store" }, init))
-    .then((res) => res.json().then((body) => {
-      if (!res.ok) throw new Error(body && body.message ? body.message : res.statusText);
-      return body;
-    }));
+// Each GET's last answer and its ETag, by address. A poll sends the tag (If-None-Match); a 304 has
+// no body and hands back the one kept here, the very same object, which tells the page that what it
+// drew from it is still true (see redraw). "no-store" keeps the browser's cache out of the way: it
+// neither answers for the server nor turns the server's 304 into the 200 it stored, so the page
+// sees the 304 itself. A search's addresses come and go: only the latest ones are kept.
+const KEPT_ANSWERS = 64;
+const answers = new Map();
+function api(path, init) {
+  const url = base + "/api/" + path;
+  const kept = !init || !init.method || init.method === "GET" ? answers.get(url) : undefined;
+  const headers = Object.assign({}, init && init.headers, kept ? { "If-None-Match": kept.etag } : {});
+  return fetch(url, Object.assign({ credentials: "same-origin", cache: "no-store" }, init, { headers }))
+    .then((res) => {
+      answers.delete(url);
+      if (res.status === 304 && kept) {
+        answers.set(url, kept);
+        return kept.body;
+      }
+      return res.json().then((body) => {
+        if (!res.ok) throw new Error(body && body.message ? body.message : res.statusText);
+        const etag = res.headers.get("ETag");
+        if (etag && (!init || !init.method || init.method === "GET")) {
+          answers.set(url, { etag, body });
+          if (answers.size > KEPT_ANSWERS) answers.delete(answers.keys().next().value);
+        }
+        return body;
+      });
+    });
+}
 const $ = (id) => document.getElementById(id);
 // The states a retry, a cancel and a delete take, as the queue's bulk calls define them.
 const RETRYABLE_STATES = ${JSON.stringify(RETRYABLE)};
@@ -43,7 +68,13 @@ function at(value) {
 }
 const secs = (value) => (value === null || value === undefined ? "none" : Math.round(value) + " s");
 const json = (value) => { const text = JSON.stringify(value); return text.length > 120 ? text.slice(0, 117) + "..." : text; };
+// The rows each table was last drawn from. Rows of an answer that a 304 handed back are that same
+// array: the table is left as it is, so a row keeps the keyboard focus (rows take it: Tab, then
+// Enter opens the job), a selection and the scroll stay, and the page does no work.
+const drawnFrom = new WeakMap();
 function fill(tbody, rows, columns, empty, attrs = (row) => (row.id ? { "data-job-id": row.id, tabindex: "0" } : { "data-job-id": "" })) {
+  if (drawnFrom.get(tbody) === rows) return;
+  drawnFrom.set(tbody, rows);
   tbody.replaceChildren();
   if (rows.length === 0) {
     tbody.append(el("tr", {}, [el("td", { colspan: String(columns.length), class: "empty", text: empty })]));
@@ -55,6 +86,14 @@ function fill(tbody, rows, columns, empty, attrs = (row) => (row.id ? { "data-jo
       return el("td", {}, [value instanceof Node ? value : document.createTextNode(String(value ?? ""))]);
     })));
   }
+}
+// What a table's drawing depends on besides its rows (the clock): when it changes, the table is
+// drawn again from the same rows.
+const drawnWith = new WeakMap();
+function dependsOn(tbody, variant) {
+  if (drawnWith.get(tbody) === variant) return;
+  drawnWith.set(tbody, variant);
+  drawnFrom.delete(tbody);
 }
 function act(path, done) {
   return api(path, { method: "POST", headers: { "X-Jobs-Admin": "1" } })
@@ -104,6 +143,8 @@ function limits(queue) {
 }
 function chart(minutes) {
   const svg = $("chart");
+  if (drawnFrom.get(svg) === minutes) return;
+  drawnFrom.set(svg, minutes);
   const width = 600, height = 120, n = minutes.length || 1, bar = width / n;
   const max = Math.max(1, ...minutes.map((m) => m.completed + m.failed));
   const ns = "http://www.w3.org/2000/svg";
@@ -147,6 +188,8 @@ function refresh() {
     fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => r.cancelled, (r) => r.snoozed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
     fill($("queues"), queues.queues, [(r) => r.name, (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name }));
     fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorPreview || "" }), (r) => at(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
+    // Run now is offered while a job waits for its time: drawn again once a job's time has come.
+    dependsOn($("pending"), pending.jobs.filter(waitsForItsTime).length);
     fill($("pending"), pending.jobs, [(r) => r.id, (r) => r.task, due, (r) => r.attempt, (r) => r.lastErrorPreview || "", (r) => el("span", {}, [waitsForItsTime(r) ? button("Run now", "run", r.id) : "", " ", button("Cancel", "cancel", r.id)])], "Nothing queued.");
     fill($("active"), active.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => r.executedBy, (r) => at(r.startedAt), (r) => listedProgress(r.progressPreview), (r) => button("Cancel", "cancel", r.id)], "Nothing running.");
     fill($("suspended"), suspended.jobs, [(r) => r.id, (r) => r.task, (r) => (r.waitUntil ? when(r.waitUntil) : "when it is told"), (r) => r.attempt, (r) => button("Cancel", "cancel", r.id)], "No suspended jobs.");
@@ -175,8 +218,12 @@ function showJob(id) {
   shownJob = id;
   return api("jobs/" + id).then(renderJob).catch((err) => say("Cannot load job " + id + ": " + err.message, true));
 }
-function renderJob({ job, history, attempts, cronSlot }) {
-  if (job.id !== shownJob) return;
+// The answer the open dialog shows: the same one again (a 304) leaves it as it is, focus included.
+let shownAnswer = null;
+function renderJob(answer) {
+  const { job, history, attempts, cronSlot } = answer;
+  if (job.id !== shownJob || ($("job").open && answer === shownAnswer)) return;
+  shownAnswer = answer;
   const row = (label, value) => el("tr", { "data-field": label }, [el("th", { text: label }), el("td", {}, [value instanceof Node ? value : String(value ?? "")])]);
   const full = (value) => el("pre", { text: JSON.stringify(value, null, 2) });
   const rows = [row("Task", job.task), row("State", badge(job.state)), row("Attempts", job.attempt + " of " + (job.maxRetries + 1)), row("Created", when(job.createdAt)), row("Started", when(job.startedAt))];

@@ -10,6 +10,7 @@ import {
   Query,
   Req,
   UseGuards,
+  UseInterceptors,
 } from '@nestjs/common';
 import type { CanActivate, ExecutionContext, Type } from '@nestjs/common';
 import {
@@ -24,6 +25,7 @@ import {
   parseScheduleName,
   parseQueueName,
 } from './admin-input.js';
+import { ConditionalGetInterceptor } from './conditional-get.interceptor.js';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.page.js';
 import { CANCELLABLE, DELETABLE, RETRYABLE } from '../job-queue/bulk-operations.js';
 import { JobsAdminService } from './jobs-admin.service.js';
@@ -35,7 +37,8 @@ const ACTION_HEADER = 'x-jobs-admin';
 
 /**
  * The dashboard page at `path` and its JSON API under `path/api`. Made per `forRoot()` so each
- * app chooses its route and guard.
+ * app chooses its route and guard. Every JSON answer of a `GET` carries an `ETag` and answers 304
+ * to a request that holds it (`ConditionalGetInterceptor`), after the guard.
  */
 export function createAdminController(
   path: string,
@@ -46,6 +49,7 @@ export function createAdminController(
 
   @Controller(path)
   @UseGuards(...guards)
+  @UseInterceptors(ConditionalGetInterceptor)
   class JobsAdminController {
     constructor(@Inject(JobsAdminService) private readonly admin: JobsAdminService) {}
 

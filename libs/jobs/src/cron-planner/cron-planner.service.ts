@@ -188,6 +188,25 @@ export class CronPlannerService {
     return expandSlots(schedule, schedule.now, until, count);
   }
 
+  /**
+   * @internal Every stored schedule, by name (`listSchedules()`), each with its next `count` slots
+   * (`nextRuns()`), none while it is paused: one statement however many schedules there are, for a
+   * dashboard that asks every few seconds. The slots are all counted from one reading of the
+   * database's clock.
+   */
+  async listSchedulesWithNextRuns(count: number): Promise<(ScheduleInfo & { nextRuns: Date[] })[]> {
+    const rows = await this.db.query<ScheduleRow & { now: Date }>(this.sql.schedulesWithNow);
+    // No schedule is one row of the clock alone, its schedule's columns NULL.
+    return rows
+      .filter((row) => row.name !== null)
+      .map(({ now, version: _version, ...info }) => ({
+        ...info,
+        nextRuns: info.paused
+          ? []
+          : expandSlots(info, now, new Date(now.getTime() + NEXT_RUNS_HORIZON_MS), count),
+      }));
+  }
+
   /** Every stored schedule, by name. */
   async listSchedules(): Promise<ScheduleInfo[]> {
     const rows = await this.db.query<ScheduleRow>(this.sql.listSchedules);
