@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type pg from 'pg';
 import type { JobsDatabase } from '../database/jobs-database.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
-import { historyPartitionsSql } from './history-partitions.sql.js';
+import { childIndexName, historyPartitionsSql } from './history-partitions.sql.js';
 import {
   DEFAULT_PARTITION,
   PARTITION_LEAD_MS,
@@ -52,7 +52,8 @@ export class HistoryPartitions {
   }
 
   /**
-   * One round: under the lease, drops what a failed round left, attaches the partitions ahead, and
+   * One round: under the lease, drops what a failed round left, builds the indexes a migration
+   * left to build on the partitions that exist (`completeIndexes`), attaches the partitions ahead, and
    * drops the due partitions that hold nothing to keep. Returns the tables whose expired rows are
    * deleted in batches: the default partition, and the overdue partitions (held by a row that
    * outlives the rest).
@@ -69,6 +70,7 @@ export class HistoryPartitions {
     let { now, attached } = await this.list();
     if (leased) {
       await this.dropDetachedTables(attached, now);
+      await this.completeIndexes();
       if (this.options.historyPartitionInterval > 0) {
         for (const partition of partitionsToMake(
           attached,
@@ -153,6 +155,33 @@ export class HistoryPartitions {
         await this.inShortTransaction([this.sql.dropElsewhere(partition)]);
       }
     });
+  }
+
+  /**
+   * Builds, on each partition that lacks it, the index of every history index a migration made on
+   * the parent alone (`ON ONLY`: building it there would block the fleet's writes for the whole
+   * build), CONCURRENTLY, and attaches it; once every partition's is attached, PostgreSQL makes the
+   * parent's valid and queries use it. An invalid leftover of a failed build is dropped first, so
+   * that the build is tried again. Each build is a step: one that fails is tried next round.
+   */
+  async completeIndexes(): Promise<void> {
+    const missing = (await this.db.query(this.sql.partitionsMissingIndexes)) as {
+      index: string;
+      partition: string;
+      method: string;
+    }[];
+    for (const { index, partition, method } of missing) {
+      const child = childIndexName(index, partition);
+      await this.step(`building ${child} on ${partition}`, async () => {
+        const [leftover] = await this.db.query(this.sql.indexIsInvalid, [
+          this.db.schema.name,
+          child,
+        ]);
+        if (leftover) await this.db.query(this.sql.dropIndexConcurrently(child));
+        await this.db.query(this.sql.buildPartitionIndex(child, partition, method));
+        await this.inShortTransaction([this.sql.attachIndex(index, child)]);
+      });
+    }
   }
 
   /** Detaches and drops `partition` if every row in it expired and none is to be kept. */
