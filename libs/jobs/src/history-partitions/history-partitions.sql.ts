@@ -180,11 +180,17 @@ export function historyPartitionsSql(schema: SchemaName) {
                         WHERE ii.inhparent = pi.oid AND ci.indrelid = c.oid)
       ORDER BY c.relname, pi.relname`,
 
-    /** Whether index $2 of schema $1 exists and is invalid (a CONCURRENTLY build that failed). */
-    indexIsInvalid: `
-      SELECT true AS invalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+    /**
+     * Whether index $2 of schema $1 exists and is invalid, and whether an index of its table is
+     * being built now: an invalid index is a CONCURRENTLY build that failed only when none is (a
+     * build in progress is invalid too, and dropping it would end another session's build).
+     */
+    indexBuildState: `
+      SELECT NOT i.indisvalid AS invalid,
+             EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.relid = i.indrelid) AS building
+      FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = $1 AND c.relname = $2 AND NOT i.indisvalid`,
+      WHERE n.nspname = $1 AND c.relname = $2`,
     dropIndexConcurrently: (index: string) =>
       `DROP INDEX CONCURRENTLY IF EXISTS ${s}."${indexName(index)}"`,
     /**
@@ -192,7 +198,8 @@ export function historyPartitionsSql(schema: SchemaName) {
      * catalog) without blocking writes: not in a transaction.
      */
     buildPartitionIndex: (index: string, partition: string, method: string) =>
-      `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${s}."${indexName(index)}" ON ${table(partition)} ${method}`,
+      // An index's name takes no schema: it is made in its table's.
+      `CREATE INDEX CONCURRENTLY IF NOT EXISTS "${indexName(index)}" ON ${table(partition)} ${method}`,
     /** Attaching a partition's index: a catalog change; the last one makes the parent's valid. */
     attachIndex: (parentIndex: string, index: string) =>
       `ALTER INDEX ${s}."${indexName(parentIndex)}" ATTACH PARTITION ${s}."${indexName(index)}"`,

@@ -162,7 +162,7 @@ export class HistoryPartitions {
    * the parent alone (`ON ONLY`: building it there would block the fleet's writes for the whole
    * build), CONCURRENTLY, and attaches it; once every partition's is attached, PostgreSQL makes the
    * parent's valid and queries use it. An invalid leftover of a failed build is dropped first, so
-   * that the build is tried again. Each build is a step: one that fails is tried next round.
+   * that the build is tried again; one that another session is building is left to it. Each build is a step: one that fails is tried next round.
    */
   async completeIndexes(): Promise<void> {
     const missing = (await this.db.query(this.sql.partitionsMissingIndexes)) as {
@@ -173,11 +173,13 @@ export class HistoryPartitions {
     for (const { index, partition, method } of missing) {
       const child = childIndexName(index, partition);
       await this.step(`building ${child} on ${partition}`, async () => {
-        const [leftover] = await this.db.query(this.sql.indexIsInvalid, [
+        const [existing] = (await this.db.query(this.sql.indexBuildState, [
           this.db.schema.name,
           child,
-        ]);
-        if (leftover) await this.db.query(this.sql.dropIndexConcurrently(child));
+        ])) as { invalid: boolean; building: boolean }[];
+        // Another session builds it (a round that overran its lease): its own attach follows.
+        if (existing?.building) return;
+        if (existing?.invalid) await this.db.query(this.sql.dropIndexConcurrently(child));
         await this.db.query(this.sql.buildPartitionIndex(child, partition, method));
         await this.inShortTransaction([this.sql.attachIndex(index, child)]);
       });
