@@ -137,6 +137,18 @@ it('finds a job by its unique key from the form, keeps the key in the address, a
     .waitFor({ timeout: UI_TIMEOUT });
   expect(await page.locator('#search-uniqueKey').inputValue()).toBe('invoice 42');
   await expect(rows().count()).resolves.toBe(1);
+  // Its page shows the key, and its one attempt, completed.
+  await page.locator(`#search-results tr[data-job-id="${id}"] td`).first().click();
+  await page.locator('#job-title', { hasText: id }).waitFor({ timeout: UI_TIMEOUT });
+  await expect(page.locator('#job tr[data-field="Unique key"] td').textContent()).resolves.toBe(
+    'invoice 42',
+  );
+  await expect(
+    page
+      .locator('#job tr[data-field="Attempt log"] tbody tr')
+      .evaluateAll((trs) => trs.map((tr) => tr.dataset.outcome)),
+  ).resolves.toEqual(['completed']);
+  await page.locator('#job-close').click();
 }, 60_000);
 
 it('runs a job that waits for its time from its page, which shows the getJob call for it', async () => {

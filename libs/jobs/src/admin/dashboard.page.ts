@@ -192,6 +192,7 @@ function renderJob({ job, history, attempts, cronSlot }) {
   if (job.waitingFor) rows.push(row("Waits for", waitingFor(job.waitingFor)));
   if (job.steps && job.steps.length > 0) rows.push(row("Steps", stepTimeline(job.steps)));
   rows.push(row("Queue", job.queue + (job.groupKey ? ", group " + job.groupKey : "")));
+  if (job.uniqueKey !== null && job.uniqueKey !== undefined) rows.push(row("Unique key", job.uniqueKey));
   if (cronSlot) rows.push(row("Schedule", el("span", {}, ["From schedule " + cronSlot.schedule + ", slot ", at(cronSlot.slot)])));
   // A flow's job opens its flow: every job of it, with what each depends on.
   if (job.flowId) rows.push(row("Flow", el("button", { type: "button", class: "flow-link", text: job.flowId, onclick: () => { $("job").close(); showFlow(job.flowId).then(() => $("flow").scrollIntoView()); } })));

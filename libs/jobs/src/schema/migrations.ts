@@ -21,9 +21,11 @@ import type { SchemaName } from '../database/schema-name.js';
  * - A change of a small table, or one that only touches the catalog, stays transactional (`sql`).
  * - From version 13 on, `jobHistory` is partitioned (its partitions are made and dropped at run
  *   time, `history-partitions/`). `CREATE INDEX CONCURRENTLY` is refused on a partitioned table:
- *   build an index of history as `CREATE INDEX ... ON ONLY "jobHistory"` (nothing is built), then
- *   on each partition CONCURRENTLY, then `ALTER INDEX ... ATTACH PARTITION` each one. A unique
- *   index must include `id`, the partition key. A column added to `jobHistory` reaches every
+ *   build an index of history as `CREATE INDEX ... ON ONLY "jobHistory"` (nothing is built, a
+ *   catalog change: it may go in a transactional migration), which stays invalid, unused, until
+ *   each partition has its own attached. The partition upkeep builds those (CONCURRENTLY, then
+ *   `ALTER INDEX ... ATTACH PARTITION`: `HistoryPartitions.completeIndexes`), and a partition made
+ *   later gets its own at its attach. A unique index must include `id`, the partition key. A column added to `jobHistory` reaches every
  *   partition, and the partitions made later copy it (`LIKE "jobHistory"`).
  *
  * `migrations.spec.ts` holds these rules on `MIGRATIONS`.
