@@ -137,3 +137,32 @@ it('records an ending once: the same write repeated (its answer lost) finds no a
   expect(page.job.state).toBe('failed');
   openGate(id);
 });
+
+it('lists an attempt cancelled while it ran, then the one a retry from outside completed', async () => {
+  const { id } = await server.queue.addJob({
+    task: 'gated',
+    maxRetries: 0,
+    uniqueKey: 'cancel-then-retry',
+  });
+  await waitFor('the attempt to start', () => started.has(id));
+  await server.queue.cancelJob(id);
+  await waitFor(
+    'the job to be cancelled',
+    async () => (await server.queue.getJob(id))?.state === 'cancelled',
+  );
+  // The gate stays open: the next run completes at once.
+  openGate(id);
+  // Found by the key its history kept (the queue freed it at the claim).
+  expect(await server.queue.retryJobs({ state: 'cancelled', uniqueKey: 'cancel-then-retry' })).toBe(
+    1,
+  );
+  await waitFor(
+    'the retry to complete',
+    async () => (await server.queue.getJob(id))?.state === 'completed',
+  );
+  const page = await pageOf(id);
+  expect(page.attempts.map((a) => [a.attempt, a.outcome, a.error])).toEqual([
+    [1, 'cancelled', null],
+  ]);
+  expect(page.history).toMatchObject({ attempt: 2, state: 'completed' });
+});
