@@ -1,5 +1,6 @@
 import { adminSql } from '../../libs/jobs/src/admin/admin.sql.js';
 import { JobsDatabase } from '../../libs/jobs/src/database/jobs-database.js';
+import { HistoryPartitions } from '../../libs/jobs/src/history-partitions/history-partitions.js';
 import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
 import { metricsSql } from '../../libs/jobs/src/metrics/metrics.sql.js';
 import { resolveJobsOptions } from '../../libs/jobs/src/options/resolve-options.js';
@@ -16,11 +17,16 @@ async function plan(text: string, values: unknown[]): Promise<PlanNode[]> {
 }
 
 beforeAll(async () => {
-  const database = await JobsDatabase.connect(
-    resolveJobsOptions({ connection: db.url, schema: 'jobs' }),
-  );
+  const options = resolveJobsOptions({ connection: db.url, schema: 'jobs' });
+  const database = await JobsDatabase.connect(options);
   try {
     await new SchemaMigrator(database).migrate();
+    // The history indexes a migration made ON ONLY the parent, built on the default partition as
+    // an instance's partition upkeep does.
+    await new HistoryPartitions(options, database, {
+      log: () => {},
+      warn: () => {},
+    }).completeIndexes();
   } finally {
     await database.close();
   }
@@ -40,6 +46,13 @@ beforeAll(async () => {
     `INSERT INTO jobs.jobs (id, task, "maxRetries", "waitUntil")
      SELECT gen_random_uuid(), 'task' || (i % 20), 0, now() + make_interval(secs => i)
      FROM generate_series(1, 1000) AS i`,
+  );
+  // A job of ten in history was added with a unique key, and a job of ten in the queue holds one.
+  await db.query(
+    `UPDATE jobs."jobHistory" SET "uniqueKey" = 'order:' || id WHERE get_byte(uuid_send(id), 15) < 26`,
+  );
+  await db.query(
+    `UPDATE jobs.jobs SET "uniqueKey" = 'order:' || id WHERE get_byte(uuid_send(id), 15) < 26`,
   );
   // Two thousand flows of ten jobs each, over the same day.
   await db.query(
@@ -64,11 +77,18 @@ const metrics = metricsSql(toSchemaName('jobs'));
 const PAGE = [51, 0];
 const NO_CURSOR = [null, null];
 
-/** The search's nine values ($1-$9, `searchValues`), any job but for the fields given. */
-function search(fields: { task?: string; errorPattern?: string; idFrom?: string; idTo?: string }) {
-  const { task = null, errorPattern = null, idFrom = null, idTo = null } = fields;
-  return [task, null, null, null, null, errorPattern, idFrom, idTo, null];
+/** The search's ten values ($1-$10, `searchValues`), any job but for the fields given. */
+function search(fields: {
+  task?: string;
+  errorPattern?: string;
+  uniqueKey?: string;
+  idFrom?: string;
+  idTo?: string;
+}) {
+  const { task = null, errorPattern = null, uniqueKey = null, idFrom = null, idTo = null } = fields;
+  return [task, null, null, null, null, errorPattern, uniqueKey, idFrom, idTo, null];
 }
+const BY_KEY = search({ uniqueKey: 'order:00000000-0000-4000-8000-000000000000' });
 const ANY = search({});
 /** The first and last ids of the prefix "0193a4". */
 const ID_FROM = '0193a400-0000-0000-0000-000000000000';
@@ -128,6 +148,30 @@ it.each([
     /^jobHistory_pkey$/,
     sql.listAll,
     [...search({ idFrom: ID_FROM, idTo: ID_TO }), ...PAGE, ...NO_CURSOR],
+  ],
+  [
+    'search of every job by its unique key',
+    /^job_history_unique_key$/,
+    sql.listAll,
+    [...BY_KEY, ...PAGE, ...NO_CURSOR],
+  ],
+  [
+    'search of completed jobs by their unique key',
+    /^job_history_unique_key$/,
+    sql.listEnded,
+    [...BY_KEY, 'completed', ...PAGE, ...NO_CURSOR],
+  ],
+  [
+    'search of pending jobs by their unique key',
+    /^job_history_unique_key$/,
+    sql.listPending,
+    [...BY_KEY, 'pending', ...PAGE, null, null, null],
+  ],
+  [
+    'count of every job by its unique key',
+    /^job_history_unique_key$/,
+    sql.countAll,
+    [...BY_KEY, 10_001],
   ],
   ['list of running jobs', /^job_history_active$/, sql.listActive, [...ANY, ...PAGE, ...NO_CURSOR]],
   ['list of every job', /^job_history_ended_at$/, sql.listAll, [...ANY, ...PAGE, ...NO_CURSOR]],
@@ -209,5 +253,19 @@ it('walks a state to its page even when the queue holds more jobs than the state
     expect(walked).toEqual([expect.objectContaining({ 'Actual Rows': expect.any(Number) })]);
     // The page's rows and a few more: never the state's 4,000.
     expect(walked[0]['Actual Rows']).toBeLessThanOrEqual(100);
+  }
+});
+
+it('finds queued jobs by unique key through the queue’s key and primary key, never reading the queue', async () => {
+  for (const [text, values] of [
+    [sql.listPending, [...BY_KEY, 'pending', ...PAGE, null, null, null]],
+    [sql.listAll, [...BY_KEY, ...PAGE, ...NO_CURSOR]],
+    [sql.countPending, [...BY_KEY, 'pending', 10_001]],
+  ] as const) {
+    const all = await plan(text, [...values]);
+    expect(
+      all.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs'),
+    ).toEqual([]);
+    expect(all.filter((node) => node['Index Name'] === 'jobs_unique_key')).not.toEqual([]);
   }
 });

@@ -173,6 +173,7 @@ describe('bad searches are refused with a 400 that says why', () => {
     ['id=xyz', /"id" must be a job id or its start/],
     ['id=0193a4f27', /"id" must be a job id or its start/],
     [`error=${'x'.repeat(201)}`, /"error" must be text of 1 to 200 characters/],
+    [`uniqueKey=${'k'.repeat(1001)}`, /"uniqueKey" must be a key of 1 to 1000 characters/],
     ['flow=abc', /"flow" must be a flow id/],
     ['after=yesterday', /"after" must be an ISO 8601 time/],
     ['state=failed&cursor=bm9wZQ', /"cursor" must be the "next" of a page of the same list/],
@@ -185,5 +186,80 @@ describe('bad searches are refused with a 400 that says why', () => {
     const res = await api(`jobs?${query}`);
     expect(res.status).toBe(400);
     expect(((await res.json()) as { message: string }).message).toMatch(message);
+  });
+});
+
+describe('GET api/jobs finds a job by its unique key, exactly', () => {
+  const later = () => new Date(Date.now() + 3600_000);
+
+  it('finds the queued job that holds the key, then, once it ran, its history row', async () => {
+    const { id } = await server.queue.addJob({
+      task: 'flaky',
+      uniqueKey: 'invoice:42',
+      waitUntil: later(),
+    });
+    await server.queue.addJob({ task: 'flaky', uniqueKey: 'invoice:420', waitUntil: later() });
+    expect(await idsOf('uniqueKey=invoice%3A42')).toEqual([id]);
+    expect(await count('uniqueKey=invoice%3A42')).toEqual({ count: 1, capped: false });
+    expect(await idsOf('state=pending&uniqueKey=invoice%3A42')).toEqual([id]);
+    // Exact: neither a part of a key nor another case matches.
+    expect(await idsOf('uniqueKey=invoice')).toEqual([]);
+    expect(await idsOf('uniqueKey=INVOICE%3A42')).toEqual([]);
+
+    await db.query(`UPDATE jobs.jobs SET "waitUntil" = now() WHERE id = $1`, [id]);
+    await waitFor('the job to complete', async () => {
+      return (await server.queue.getJob(id))?.state === 'completed';
+    });
+    // The queue freed the key at the claim; history keeps it.
+    expect(await db.query(`SELECT 1 FROM jobs.jobs WHERE "uniqueKey" = 'invoice:42'`)).toEqual([]);
+    const { jobs } = await list('uniqueKey=invoice%3A42');
+    expect(jobs.map((job) => [job.id, job.state, job.uniqueKey])).toEqual([
+      [id, 'completed', 'invoice:42'],
+    ]);
+    expect(await idsOf('state=completed&uniqueKey=invoice%3A42')).toEqual([id]);
+    expect(await server.queue.getJob(id)).toMatchObject({ uniqueKey: 'invoice:42' });
+  });
+
+  it('finds a job waiting for its retry by the key its first attempt kept, as pending, once', async () => {
+    const { id } = await server.queue.addJob({
+      task: 'flaky',
+      payload: { failUntilAttempt: 1, message: 'first try' },
+      uniqueKey: 'refund:9',
+      // The retry waits out the default backoff (a minute): pending while the test looks.
+      maxRetries: 1,
+    });
+    await waitFor('the first attempt to fail', async () => {
+      return (await db.historyOf(id))?.state === 'failed';
+    });
+    expect(await server.queue.getJob(id)).toMatchObject({
+      state: 'pending',
+      uniqueKey: 'refund:9',
+    });
+    const { jobs } = await list('uniqueKey=refund%3A9');
+    expect(jobs.map((job) => [job.id, job.state, job.uniqueKey])).toEqual([
+      [id, 'pending', 'refund:9'],
+    ]);
+    expect(await idsOf('state=pending&uniqueKey=refund%3A9')).toEqual([id]);
+    expect(await idsOf('state=failed&uniqueKey=refund%3A9')).toEqual([]);
+    // The retry then runs and keeps the key: the claim after the first does not clear it.
+    await db.query(`UPDATE jobs.jobs SET "waitUntil" = now() WHERE id = $1`, [id]);
+    await waitFor('the retry to complete', async () => {
+      return (await server.queue.getJob(id))?.state === 'completed';
+    });
+    expect(await idsOf('uniqueKey=refund%3A9')).toEqual([id]);
+  });
+
+  it('cancels by key, as a bulk filter, what the search by key counted', async () => {
+    const { id } = await server.queue.addJob({
+      task: 'flaky',
+      uniqueKey: 'export:3',
+      waitUntil: later(),
+    });
+    expect(await server.queue.cancelJobs({ uniqueKey: 'export:3' })).toBe(1);
+    expect(await server.queue.getJob(id)).toMatchObject({
+      state: 'cancelled',
+      uniqueKey: 'export:3',
+    });
+    expect(await idsOf('state=cancelled&uniqueKey=export%3A3')).toEqual([id]);
   });
 });

@@ -113,6 +113,44 @@ it("finds a job by the start of its id from the keyboard, puts the search in the
   await page.locator('#job-close').click();
 }, 60_000);
 
+it('finds a job by its unique key from the form, keeps the key in the address, and finds it again once it ran', async () => {
+  const { id } = await dashboard.server.queue.addJob({
+    task: 'flaky',
+    uniqueKey: 'invoice 42',
+    waitUntil: new Date(Date.now() + 3600_000),
+  });
+  await page.goto(base());
+  await page.locator('#search-uniqueKey').fill('invoice 42');
+  await page.locator('#search-uniqueKey').press('Enter');
+  await page
+    .locator('#search-count', { hasText: '1 job matches.' })
+    .waitFor({ timeout: UI_TIMEOUT });
+  expect(new URL(page.url()).searchParams.get('uniqueKey')).toBe('invoice 42');
+  expect(await rows().evaluateAll((trs) => trs.map((tr) => tr.dataset.jobId))).toEqual([id]);
+
+  await dashboard.db.query(`UPDATE jobs.jobs SET "waitUntil" = now() WHERE id = $1`, [id]);
+  await waitFor('the job to complete', async () => (await stateOf(id)) === 'completed');
+  // A shared link finds it in history, where the key stays once the job started.
+  await page.goto(`${base()}?uniqueKey=${encodeURIComponent('invoice 42')}`);
+  await page
+    .locator(`#search-results tr[data-job-id="${id}"] .state-completed`)
+    .waitFor({ timeout: UI_TIMEOUT });
+  expect(await page.locator('#search-uniqueKey').inputValue()).toBe('invoice 42');
+  await expect(rows().count()).resolves.toBe(1);
+  // Its page shows the key, and its one attempt, completed.
+  await page.locator(`#search-results tr[data-job-id="${id}"] td`).first().click();
+  await page.locator('#job-title', { hasText: id }).waitFor({ timeout: UI_TIMEOUT });
+  await expect(page.locator('#job tr[data-field="Unique key"] td').textContent()).resolves.toBe(
+    'invoice 42',
+  );
+  await expect(
+    page
+      .locator('#job tr[data-field="Attempt log"] tbody tr')
+      .evaluateAll((trs) => trs.map((tr) => tr.dataset.outcome)),
+  ).resolves.toEqual(['completed']);
+  await page.locator('#job-close').click();
+}, 60_000);
+
 it('runs a job that waits for its time from its page, which shows the getJob call for it', async () => {
   const { id } = await dashboard.server.queue.addJob({
     task: 'flaky',

@@ -25,7 +25,11 @@ function parts(db: TestDatabase) {
 }
 
 const sql = adminSql(toSchemaName('jobs'));
-/** The admin API's search of failed jobs by `text` in their errors: its values, first page. */
+/**
+ * The admin API's search of failed jobs by `text` in their errors, first page: the search's values
+ * (`searchValues`: task, queue, groupKey, after, before, error, uniqueKey, id range, flow), then the
+ * state, the page and no cursor.
+ */
 const searchFailed = (text: string) => [
   null,
   null,
@@ -33,6 +37,7 @@ const searchFailed = (text: string) => [
   null,
   null,
   `%${text}%`,
+  null,
   null,
   null,
   null,
@@ -94,7 +99,9 @@ describe('with pg_trgm to be had', () => {
   it('makes a search by an error text few jobs have an index look-up', async () => {
     await failedHistory(db);
     const nodes = await planNodes(db, sql.listEnded, searchFailed('quota exceeded'));
-    expect(nodes.filter((node) => /_error_trgm$/.test(node['Index Name'] ?? ''))).not.toEqual([]);
+    expect(
+      nodes.filter((node) => /^job_history_error_trgm_/.test(node['Index Name'] ?? '')),
+    ).not.toEqual([]);
     expect(await db.query(sql.listEnded, searchFailed('quota exceeded'))).toHaveLength(3);
   });
 });

@@ -284,7 +284,10 @@ it('makes no partition with historyPartitionInterval 0: history stays one table,
       `UPDATE tiny."jobHistory" SET "completedAt" = now() - interval '2 hours' WHERE id = $1`,
       [id],
     );
-    expect(await tiny.module.get(RetentionService).pruneExpiredHistory({ lease: false })).toBe(1);
+    // The round the app runs at start may still be going (it makes the error search index first),
+    // and prune the row before this one does: what counts is that it goes.
+    await tiny.module.get(RetentionService).pruneExpiredHistory({ lease: false });
+    expect(await db.query(`SELECT id FROM tiny."jobHistory" WHERE id = $1`, [id])).toEqual([]);
   } finally {
     await tiny.close();
   }

@@ -63,8 +63,8 @@ async function sideRecords(id: string): Promise<void> {
     [id],
   );
   await db.query(
-    `INSERT INTO jobs."jobAttempt" ("jobId", attempt, "endedAt", error)
-     VALUES ($1, 1, now(), 'boom') ON CONFLICT DO NOTHING`,
+    `INSERT INTO jobs."jobAttempt" ("jobId", "startedAt", attempt, outcome, "endedAt", error)
+     VALUES ($1, now(), 1, 'failed', now(), 'boom') ON CONFLICT DO NOTHING`,
     [id],
   );
 }

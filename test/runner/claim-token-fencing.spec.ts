@@ -68,6 +68,12 @@ it('fences a repeated snooze whose reply was lost out of the run the same instan
     [id],
   );
   expect(history).toEqual({ state: 'completed', attempt: 1, snoozes: 1 });
+  // The attempt log keeps the snooze once: the repeat, fenced out, recorded nothing.
+  const logged = await db.query<{ attempt: number; outcome: string }>(
+    `SELECT attempt, outcome FROM jobs."jobAttempt" WHERE "jobId" = $1`,
+    [id],
+  );
+  expect(logged).toEqual([{ attempt: 1, outcome: 'snoozed' }]);
   expect(await db.query(`SELECT 1 FROM jobs.jobs WHERE id = $1`, [id])).toEqual([]);
   await app.close();
 }, 30_000);

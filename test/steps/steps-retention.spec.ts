@@ -41,7 +41,8 @@ async function endedJobWithStep(endedAgo: number): Promise<string> {
     [id],
   );
   await db.query(
-    `INSERT INTO jobs."jobAttempt" ("jobId", attempt, "endedAt", error) VALUES ($1, 1, now(), 'e')`,
+    `INSERT INTO jobs."jobAttempt" ("jobId", "startedAt", attempt, outcome, "endedAt", error)
+     VALUES ($1, now(), 1, 'failed', now(), 'e')`,
     [id],
   );
   return id;

@@ -194,7 +194,9 @@ export type {
 // The admin API and dashboard.
 export { JobsAdminModule } from './admin/jobs-admin.module.js';
 export { JobsAdminService } from './admin/jobs-admin.service.js';
+export type { AttemptOutcome } from './common/recorded-attempt.js';
 export type {
+  AttemptInfo,
   CronSlotInfo,
   FailedAttemptInfo,
   InstanceInfo,

@@ -15,6 +15,8 @@ export interface JobSearch {
   readonly task: string | null;
   readonly queue: string | null;
   readonly groupKey: string | null;
+  /** The job's unique key (`AddJobOptions.uniqueKey`), exactly. */
+  readonly uniqueKey: string | null;
   /** Text the job's last error contains, in any case. */
   readonly error: string | null;
   /** Enqueued at or after this time. */
@@ -27,7 +29,10 @@ export interface JobSearch {
 }
 
 /** The fields a search shares with the bulk calls' filter. */
-type FilterFields = Pick<JobSearch, 'task' | 'queue' | 'groupKey' | 'error' | 'after' | 'before'>;
+type FilterFields = Pick<
+  JobSearch,
+  'task' | 'queue' | 'groupKey' | 'uniqueKey' | 'error' | 'after' | 'before'
+>;
 
 /**
  * Where the next page of a list starts: after the last row listed, by the list's order. A
@@ -115,6 +120,7 @@ const SEARCH_KEYS = [
   'task',
   'queue',
   'groupKey',
+  'uniqueKey',
   'id',
   'flow',
   'error',
@@ -242,14 +248,14 @@ export function parseJobFilter<State extends JobState>(
   };
 }
 
-const FILTER_KEYS = ['task', 'queue', 'groupKey', 'state', 'before', 'after', 'error'];
+const FILTER_KEYS = ['task', 'queue', 'groupKey', 'uniqueKey', 'state', 'before', 'after', 'error'];
 
 /**
- * The fields a search and a bulk call share: `task`, `queue`, `groupKey`, `error` (text its last
- * error contains), `after` and `before` (ISO 8601 times, of its creation).
+ * The fields a search and a bulk call share: `task`, `queue`, `groupKey`, `uniqueKey` (exactly),
+ * `error` (text its last error contains), `after` and `before` (ISO 8601 times, of its creation).
  */
 function parseFilterFields(query: Record<string, unknown>): FilterFields {
-  const { task, queue, groupKey, error } = query;
+  const { task, queue, groupKey, uniqueKey, error } = query;
   if (task !== undefined && (typeof task !== 'string' || !NAME_PATTERN.test(task))) {
     throw bad(`"task" must be a task name (${NAME_RULE}); got ${show(task)}`);
   }
@@ -261,10 +267,16 @@ function parseFilterFields(query: Record<string, unknown>): FilterFields {
       );
     }
   }
+  if (uniqueKey !== undefined && (typeof uniqueKey !== 'string' || !KEY_FILTER.test(uniqueKey))) {
+    throw bad(
+      `"uniqueKey" must be a key of 1 to ${MAX_KEY_FILTER} characters; got ${show(uniqueKey)}`,
+    );
+  }
   return {
     task: (task as string | undefined) ?? null,
     queue: (queue as string | undefined) ?? null,
     groupKey: (groupKey as string | undefined) ?? null,
+    uniqueKey: (uniqueKey as string | undefined) ?? null,
     error: (error as string | undefined) ?? null,
     after: parseTime(query, 'after'),
     before: parseTime(query, 'before'),
@@ -272,6 +284,12 @@ function parseFilterFields(query: Record<string, unknown>): FilterFields {
 }
 
 const TEXT_FILTER = new RegExp(`^[^\\u0000]{1,${MAX_ERROR_FILTER}}$`, 'u');
+/**
+ * The longest unique key a search takes: keys are not capped at enqueue, but one much longer would
+ * not fit the key's index entry (a B-tree entry holds at most about 2,700 bytes) in the first place.
+ */
+const MAX_KEY_FILTER = 1000;
+const KEY_FILTER = new RegExp(`^[^\\u0000]{1,${MAX_KEY_FILTER}}$`, 'u');
 
 function parseTime(query: Record<string, unknown>, name: string): Date | null {
   const value = query[name];

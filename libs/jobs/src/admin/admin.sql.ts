@@ -62,27 +62,28 @@ export function adminSql({ quoted: s }: SchemaName) {
     j.priority, j.retries AS attempt, j."maxRetries",
     ${queuedWaitUntil('j')} AS "waitUntil", j."createdAt", h."startedAt",
     h."completedAt", ${textPreview('h."lastErrorMessage"')} AS "lastErrorPreview", h."executedBy",
-    ${progressPreview} AS "progressPreview", j.queue, j."groupKey", NULL::text AS "resultPreview", COALESCE(h.snoozes, 0) AS snoozes,
+    ${progressPreview} AS "progressPreview", j.queue, j."groupKey",
+    COALESCE(j."uniqueKey", h."uniqueKey") AS "uniqueKey", NULL::text AS "resultPreview", COALESCE(h.snoozes, 0) AS snoozes,
     CASE WHEN h.state = 'snoozed' THEN j."waitUntil" END AS "snoozedUntil", j."inFlow", j."createdAt" AS "sortAt",
     j."createdAt"::text AS "cursorAt"`;
   const historyColumns = (sortAt: string) => `
     h.id, h.task, h.state, ${jsonPreview('h.payload', PAYLOAD_PREVIEW_STORED_BYTES)} AS "payloadPreview",
     h.priority, h.attempt, h."maxRetries", NULL::timestamptz AS "waitUntil", h."createdAt",
     h."startedAt", h."completedAt", ${textPreview('h."lastErrorMessage"')} AS "lastErrorPreview", h."executedBy",
-    ${progressPreview} AS "progressPreview", h.queue, h."groupKey",
+    ${progressPreview} AS "progressPreview", h.queue, h."groupKey", h."uniqueKey",
     ${resultPreview} AS "resultPreview", h.snoozes, NULL::timestamptz AS "snoozedUntil", h."inFlow", ${sortAt} AS "sortAt",
     ${sortAt}::text AS "cursorAt"`;
   const notQueued = notQueuedAgain(s, 'h');
   /*
-   * The search, $1 to $9: the filter of the bulk calls ($1-$6, `filterSql`, so that a count is
-   * what a bulk action on the same filter takes), an id range ($7, $8: a prefix's first and last
-   * ids) and a flow ($9). Each statement's own parameters follow, from $10.
+   * The search, $1 to $10: the filter of the bulk calls ($1-$7, `filterSql`, so that a count is
+   * what a bulk action on the same filter takes), an id range ($8, $9: a prefix's first and last
+   * ids) and a flow ($10). Each statement's own parameters follow, from $11.
    */
   const search = (alias: string, table: 'jobs' | 'jobHistory') =>
     `${filterSql(s, alias, table, 1)}
-     AND ($7::uuid IS NULL OR ${alias}.id BETWEEN $7 AND $8::uuid)
-     AND ($9::uuid IS NULL OR EXISTS (SELECT 1 FROM ${s}."jobFlowMember" m
-                                      WHERE m."flowId" = $9 AND m."jobId" = ${alias}.id))`;
+     AND ($8::uuid IS NULL OR ${alias}.id BETWEEN $8 AND $9::uuid)
+     AND ($10::uuid IS NULL OR EXISTS (SELECT 1 FROM ${s}."jobFlowMember" m
+                                      WHERE m."flowId" = $10 AND m."jobId" = ${alias}.id))`;
   const matchingJobs = (alias: string) => search(alias, 'jobs');
   const matchingHistory = (alias: string) => search(alias, 'jobHistory');
   /** Rows after the cursor ($n a time, $n+1 an id) in the order `at` DESC, id. */
@@ -113,115 +114,115 @@ export function adminSql({ quoted: s }: SchemaName) {
    */
   return {
     /**
-     * Queued jobs in state $10 (pending, blocked in a flow, or suspended) matching the search, in
+     * Queued jobs in state $11 (pending, blocked in a flow, or suspended) matching the search, in
      * claim order (jobs_claim_order: a blocked job's "waitUntil" is 'infinity', so blocked jobs
-     * come after the pending ones of their priority), after the cursor ($13 priority, $14
-     * "waitUntil", $15 seq) when there is one. $11 limit $12 offset
+     * come after the pending ones of their priority), after the cursor ($14 priority, $15
+     * "waitUntil", $16 seq) when there is one. $12 limit $13 offset
      */
     listPending: `
       SELECT ${pendingColumns}, j."waitUntil"::text AS "cursorWaitUntil", j.seq::text AS "cursorSeq",
              fm."flowId"
       FROM (SELECT * FROM ${s}.jobs q
-            WHERE ${matchingJobs('q')} AND ${queuedJobState('q')} = $10::text
-              AND ($13::int IS NULL OR q.priority < $13
-                   OR (q.priority = $13 AND (q."waitUntil", q.seq) > ($14::timestamptz, $15::bigint)))
+            WHERE ${matchingJobs('q')} AND ${queuedJobState('q')} = $11::text
+              AND ($14::int IS NULL OR q.priority < $14
+                   OR (q.priority = $14 AND (q."waitUntil", q.seq) > ($15::timestamptz, $16::bigint)))
             ORDER BY priority DESC, "waitUntil", seq
-            LIMIT $11 OFFSET $12) AS j
+            LIMIT $12 OFFSET $13) AS j
       LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
       ${flowOf('j')}
       ORDER BY j.priority DESC, j."waitUntil", j.seq`,
 
     /**
-     * Running attempts matching the search, latest started first, after the cursor ($12, $13).
-     * $10 limit $11 offset
+     * Running attempts matching the search, latest started first, after the cursor ($13, $14).
+     * $11 limit $12 offset
      */
     listActive: `
       SELECT ${historyColumns('h."startedAt"')}, fm."flowId"
       FROM (SELECT * FROM ${s}."jobHistory" a
-            WHERE a.state = 'active' AND ${matchingHistory('a')} AND ${after('a."startedAt"', 'a', 12)}
+            WHERE a.state = 'active' AND ${matchingHistory('a')} AND ${after('a."startedAt"', 'a', 13)}
             ORDER BY "startedAt" DESC, id
-            LIMIT $10 OFFSET $11) AS h
+            LIMIT $11 OFFSET $12) AS h
       ${flowOf('h')}
       ORDER BY h."startedAt" DESC, h.id`,
 
     /**
-     * Jobs that ended in state $10 matching the search, latest first, after the cursor ($13, $14).
+     * Jobs that ended in state $11 matching the search, latest first, after the cursor ($14, $15).
      * Without other conditions than the task, the page is chosen from the index alone
      * (job_history_state_ended_at holds the task and the id), so a task filter that matches few
      * rows skips the others without visiting them; only the page's rows are then read.
-     * $11 limit $12 offset
+     * $12 limit $13 offset
      */
     listEnded: `
       SELECT ${historyColumns('h."completedAt"')}, fm."flowId"
       FROM (SELECT p.id FROM ${s}."jobHistory" p
-            WHERE p.state = $10 AND p."completedAt" IS NOT NULL AND ${matchingHistory('p')}
-              AND ${notQueuedAgain(s, 'p')} AND ${after('p."completedAt"', 'p', 13)}
+            WHERE p.state = $11 AND p."completedAt" IS NOT NULL AND ${matchingHistory('p')}
+              AND ${notQueuedAgain(s, 'p')} AND ${after('p."completedAt"', 'p', 14)}
             ORDER BY p."completedAt" DESC, p.id
-            LIMIT $11 OFFSET $12) AS page
+            LIMIT $12 OFFSET $13) AS page
       JOIN ${s}."jobHistory" h ON h.id = page.id
       ${flowOf('h')}
       ORDER BY h."completedAt" DESC, h.id`,
 
     /**
-     * Every job matching the search, latest activity first, after the cursor ($12, $13): the
-     * three sources each give their first $10 + $11 rows in index order (no page can need more of
-     * any one), merged and paged; the page's flow jobs then get their flow. $10 limit $11 offset
+     * Every job matching the search, latest activity first, after the cursor ($13, $14): the
+     * three sources each give their first $11 + $12 rows in index order (no page can need more of
+     * any one), merged and paged; the page's flow jobs then get their flow. $11 limit $12 offset
      */
     listAll: `
       SELECT listed.*, fm."flowId" FROM (
       SELECT * FROM (
         (SELECT ${pendingColumns}
          FROM (SELECT * FROM ${s}.jobs q
-               WHERE ${matchingJobs('q')} AND ${after('q."createdAt"', 'q', 12)}
+               WHERE ${matchingJobs('q')} AND ${after('q."createdAt"', 'q', 13)}
                ORDER BY "createdAt" DESC, id
-               LIMIT $10::int + $11::int) AS j
+               LIMIT $11::int + $12::int) AS j
          LEFT JOIN ${s}."jobHistory" h ON h.id = j.id)
         UNION ALL
         (SELECT ${historyColumns('h."startedAt"')}
          FROM ${s}."jobHistory" h
-         WHERE h.state = 'active' AND ${matchingHistory('h')} AND ${after('h."startedAt"', 'h', 12)}
+         WHERE h.state = 'active' AND ${matchingHistory('h')} AND ${after('h."startedAt"', 'h', 13)}
          ORDER BY h."startedAt" DESC, h.id
-         LIMIT $10::int + $11::int)
+         LIMIT $11::int + $12::int)
         UNION ALL
         (SELECT ${historyColumns('h."completedAt"')}
          FROM ${s}."jobHistory" h
          WHERE h."completedAt" IS NOT NULL AND ${matchingHistory('h')} AND ${notQueued}
-           AND ${after('h."completedAt"', 'h', 12)}
+           AND ${after('h."completedAt"', 'h', 13)}
          ORDER BY h."completedAt" DESC, h.id
-         LIMIT $10::int + $11::int)
+         LIMIT $11::int + $12::int)
       ) AS merged
       ORDER BY "sortAt" DESC, id
-      LIMIT $10 OFFSET $11) AS listed
+      LIMIT $11 OFFSET $12) AS listed
       ${flowOf('listed')}
       ORDER BY listed."sortAt" DESC, listed.id`,
 
-    /** How many queued jobs in state $10 match the search, counting at most $11. */
+    /** How many queued jobs in state $11 match the search, counting at most $12. */
     countPending: `
       SELECT count(*)::int AS count FROM (
         SELECT 1 FROM ${s}.jobs q
-        WHERE ${matchingJobs('q')} AND ${queuedJobState('q')} = $10::text LIMIT $11) AS c`,
+        WHERE ${matchingJobs('q')} AND ${queuedJobState('q')} = $11::text LIMIT $12) AS c`,
 
-    /** How many running jobs match the search, counting at most $10. */
+    /** How many running jobs match the search, counting at most $11. */
     countActive: `
       SELECT count(*)::int AS count FROM (
         SELECT 1 FROM ${s}."jobHistory" a
-        WHERE a.state = 'active' AND ${matchingHistory('a')} LIMIT $10) AS c`,
+        WHERE a.state = 'active' AND ${matchingHistory('a')} LIMIT $11) AS c`,
 
-    /** How many jobs that ended in state $10 match the search, counting at most $11. */
+    /** How many jobs that ended in state $11 match the search, counting at most $12. */
     countEnded: `
       SELECT count(*)::int AS count FROM (
         SELECT 1 FROM ${s}."jobHistory" p
-        WHERE p.state = $10 AND p."completedAt" IS NOT NULL AND ${matchingHistory('p')}
-          AND ${notQueuedAgain(s, 'p')} LIMIT $11) AS c`,
+        WHERE p.state = $11 AND p."completedAt" IS NOT NULL AND ${matchingHistory('p')}
+          AND ${notQueuedAgain(s, 'p')} LIMIT $12) AS c`,
 
-    /** How many jobs in any state match the search, counting at most $10 of each source. */
+    /** How many jobs in any state match the search, counting at most $11 of each source. */
     countAll: `
-      SELECT (SELECT count(*) FROM (SELECT 1 FROM ${s}.jobs q WHERE ${matchingJobs('q')} LIMIT $10) AS c)::int
+      SELECT (SELECT count(*) FROM (SELECT 1 FROM ${s}.jobs q WHERE ${matchingJobs('q')} LIMIT $11) AS c)::int
            + (SELECT count(*) FROM (SELECT 1 FROM ${s}."jobHistory" h
-                                    WHERE h.state = 'active' AND ${matchingHistory('h')} LIMIT $10) AS c)::int
+                                    WHERE h.state = 'active' AND ${matchingHistory('h')} LIMIT $11) AS c)::int
            + (SELECT count(*) FROM (SELECT 1 FROM ${s}."jobHistory" h
                                     WHERE h."completedAt" IS NOT NULL AND ${matchingHistory('h')}
-                                      AND ${notQueued} LIMIT $10) AS c)::int
+                                      AND ${notQueued} LIMIT $11) AS c)::int
              AS count`,
 
     /** The history row of a job (its last attempt), whatever its state. $1 id */
@@ -274,10 +275,13 @@ export function adminSql({ quoted: s }: SchemaName) {
       ) AS r
       ORDER BY sc.name, r.slot DESC`,
 
-    /** A job's failed attempts (migration 16), first first. $1 id */
+    /**
+     * A job's attempts that ended without completing (migration 16), first first: a range of the
+     * primary key ("jobId", "startedAt"). $1 id
+     */
     attempts: `
-      SELECT attempt, "executedBy", "startedAt", "endedAt", error, stack
-      FROM ${s}."jobAttempt" WHERE "jobId" = $1 ORDER BY attempt`,
+      SELECT attempt, outcome, "executedBy", "startedAt", "endedAt", error, stack
+      FROM ${s}."jobAttempt" WHERE "jobId" = $1 ORDER BY "startedAt"`,
 
     /**
      * Per task: queued (pending, and blocked in a flow), due, snoozed and running counts, the jobs that ended in the last $1

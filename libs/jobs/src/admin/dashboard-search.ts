@@ -1,8 +1,8 @@
 import { LISTED_STATES } from './admin-input.js';
 
 /**
- * The dashboard's Find section: jobs searched by state, task, queue, group, error text, id (or
- * its start), flow and creation time, a page at a time (`GET api/jobs` with its cursor), counted
+ * The dashboard's Find section: jobs searched by state, task, queue, group, unique key (exactly),
+ * error text, id (or its start), flow and creation time, a page at a time (`GET api/jobs` with its cursor), counted
  * (`GET api/jobs/count`), and retried, cancelled or deleted all at once by the same filter after a
  * confirmation that states the count. The search is in the page's address, so a link to it can be
  * shared. Its script runs inside the page's one script (`dashboard.page.ts`) and uses its helpers
@@ -10,9 +10,9 @@ import { LISTED_STATES } from './admin-input.js';
  * `DELETABLE_STATES`); every value is inserted as text.
  */
 export const SEARCH_SCRIPT = String.raw`
-const SEARCH_FIELDS = ["state", "task", "queue", "groupKey", "error", "id", "flow", "after", "before"];
+const SEARCH_FIELDS = ["state", "task", "queue", "groupKey", "uniqueKey", "error", "id", "flow", "after", "before"];
 // The fields a bulk retry, cancel or delete takes: a search by id or flow is for finding, not acting.
-const BULK_FIELDS = ["task", "queue", "groupKey", "error", "after", "before"];
+const BULK_FIELDS = ["task", "queue", "groupKey", "uniqueKey", "error", "after", "before"];
 const BULK = {
   retry: { states: RETRYABLE_STATES, verb: "Retry", done: (body) => body.retried + " job(s) queued again." },
   cancel: { states: CANCELLABLE_STATES, verb: "Cancel", done: (body) => body.cancelled + " job(s) cancelled." },
@@ -27,7 +27,8 @@ const searchForm = $("search");
 function searchParams() {
   const params = new URLSearchParams();
   for (const name of SEARCH_FIELDS) {
-    const value = searchForm.elements[name].value.trim();
+    // A unique key is matched exactly, spaces included: it is not trimmed.
+    const value = name === "uniqueKey" ? searchForm.elements[name].value : searchForm.elements[name].value.trim();
     if (!value) continue;
     params.set(name, name === "after" || name === "before" ? new Date(value).toISOString() : value);
   }
@@ -136,6 +137,7 @@ export const SEARCH_HTML = `
 ${input('task', 'Task')}
 ${input('queue', 'Queue')}
 ${input('groupKey', 'Group')}
+${input('uniqueKey', 'Unique key', ' maxlength="1000"')}
 ${input('error', 'Error contains', ' type="search" maxlength="200"')}
 ${input('id', 'Job id or its start', ' maxlength="36"')}
 ${input('flow', 'Flow id', ' maxlength="36"')}

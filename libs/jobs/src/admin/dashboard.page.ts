@@ -239,6 +239,7 @@ function renderJob(answer) {
   if (job.waitingFor) rows.push(row("Waits for", waitingFor(job.waitingFor)));
   if (job.steps && job.steps.length > 0) rows.push(row("Steps", stepTimeline(job.steps)));
   rows.push(row("Queue", job.queue + (job.groupKey ? ", group " + job.groupKey : "")));
+  if (job.uniqueKey !== null && job.uniqueKey !== undefined) rows.push(row("Unique key", job.uniqueKey));
   if (cronSlot) rows.push(row("Schedule", el("span", {}, ["From schedule " + cronSlot.schedule + ", slot ", at(cronSlot.slot)])));
   // A flow's job opens its flow: every job of it, with what each depends on.
   if (job.flowId) rows.push(row("Flow", el("button", { type: "button", class: "flow-link", text: job.flowId, onclick: () => { $("job").close(); showFlow(job.flowId).then(() => $("flow").scrollIntoView()); } })));
@@ -262,10 +263,13 @@ function jobActions(job) {
   if (CANCELLABLE_STATES.includes(job.state)) actions.push(button("Cancel", "cancel", job.id));
   return actions.flatMap((action) => [action, " "]);
 }
-// Every attempt that ended or runs: each failed one as recorded, then the last from history.
+// Every attempt that ended or runs: each one that ended without completing as recorded (failed,
+// interrupted, snoozed, cancelled: the next claim overwrites history), then the last from history
+// unless it is one of those. Matched by start, since interrupted and snoozed attempts reuse numbers.
 function attemptLog(attempts, history) {
-  const lines = attempts.map((a) => Object.assign({ outcome: "failed" }, a));
-  if (history && history.startedAt && !attempts.some((a) => a.attempt === history.attempt)) {
+  const lines = attempts.slice();
+  const startOf = (time) => new Date(time).getTime();
+  if (history && history.startedAt && !attempts.some((a) => startOf(a.startedAt) === startOf(history.startedAt))) {
     const failing = history.state === "failed" || history.state === "interrupted";
     lines.push({ attempt: history.attempt, outcome: history.state, executedBy: history.executedBy, startedAt: history.startedAt, endedAt: history.completedAt, error: failing ? history.lastErrorMessage : null, stack: null });
   }
@@ -276,7 +280,7 @@ function attemptLog(attempts, history) {
     a.stack ? el("details", {}, [el("summary", { text: "stack" }), el("pre", { text: a.stack })]) : "",
   ]);
   const body = document.createElement("tbody");
-  fill(body, lines, [(a) => a.attempt, (a) => badge(a.outcome), (a) => a.executedBy || "", (a) => at(a.startedAt), (a) => at(a.endedAt), took, error], "", (a) => ({ "data-attempt": String(a.attempt) }));
+  fill(body, lines, [(a) => a.attempt, (a) => badge(a.outcome), (a) => a.executedBy || "", (a) => at(a.startedAt), (a) => at(a.endedAt), took, error], "", (a) => ({ "data-attempt": String(a.attempt), "data-outcome": a.outcome }));
   const head = el("tr", {}, ["Attempt", "Outcome", "Instance", "Started", "Ended", "Took", "Error"].map((label) => el("th", { text: label })));
   return el("table", { class: "attempts" }, [el("thead", {}, [head]), body]);
 }

@@ -3,6 +3,7 @@ import type { OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { findInApp } from '../common/find-in-app.js';
 import { isQueuedState } from '../common/job-states.js';
+import type { AttemptOutcome } from '../common/recorded-attempt.js';
 import { CronPlannerService } from '../cron-planner/cron-planner.service.js';
 import type { ScheduleInfo } from '../cron-schedule/cron-schedule.interface.js';
 import { JobsDatabase } from '../database/jobs-database.js';
@@ -98,21 +99,44 @@ export interface ListedJobInfo extends Omit<
 }
 
 /**
- * A failed attempt of a job, as the job's page lists it (`GET api/jobs/:id`): a job's history row
- * holds only its last attempt, so each failure is kept apart, with its stack.
+ * An attempt of a job that ended without completing, as the job's page lists it (`GET
+ * api/jobs/:id`): a job's history row holds only its last attempt, which the next claim
+ * overwrites, so each such attempt is kept apart when it ends, a failure's with its stack. A
+ * completed or running attempt is never kept here: it is the job's last, and its history row says
+ * it (the page lists it after these).
  *
  * @publicApi
  */
-export interface FailedAttemptInfo {
+export interface AttemptInfo {
+  /**
+   * Its number: an `interrupted` or `snoozed` attempt does not consume it, so the attempt after it
+   * has the same one (a retry after a failure has the next).
+   */
   attempt: number;
+  /** How it ended. */
+  outcome: AttemptOutcome;
   /** The instance that ran it. */
   executedBy: string | null;
-  startedAt: Date | null;
+  /** When it was claimed: the attempts of a job are listed in this order. */
+  startedAt: Date;
   endedAt: Date;
+  /**
+   * A failure's error, or why it was interrupted (the reaper's, or shutdown's, message); `null` for a
+   * snoozed or cancelled attempt.
+   */
   error: string | null;
-  /** The error's stack, cut to 8 kB; `null` when the error had none. */
+  /** The error's stack, cut to 8 kB; `null` when the error had none, and for other outcomes. */
   stack: string | null;
 }
+
+/**
+ * The name `AttemptInfo` had when only failures were kept.
+ *
+ * @deprecated Use `AttemptInfo`: the attempt log keeps interrupted, snoozed and cancelled
+ * attempts too, each with its `outcome`.
+ * @publicApi
+ */
+export type FailedAttemptInfo = AttemptInfo;
 
 /**
  * A task's line of `GET api/durations`: its jobs that ended in the window, and how long the
@@ -232,13 +256,14 @@ type ListedJob = ListedJobInfo & {
 /** The most a count goes to: past it, a count would read a big history for a number nobody needs. */
 export const COUNT_CAP = 10_000;
 
-/** The search's values, `$1` to `$9` of every list and count (see `adminSql`). */
+/** The search's values, `$1` to `$10` of every list and count (see `adminSql`). */
 function searchValues(search: JobSearch): unknown[] {
-  const { task, queue, groupKey, error, after, before, idPrefix, flowId } = search;
+  const { task, queue, groupKey, uniqueKey, error, after, before, idPrefix, flowId } = search;
   const filter = filterValues({
     task,
     queue,
     groupKey,
+    uniqueKey,
     createdAfter: after,
     createdBefore: before,
     errorPattern: error === null ? null : errorPattern(error),
@@ -366,21 +391,22 @@ export class JobsAdminService implements OnModuleInit {
   }
 
   /**
-   * The job, its history row (the record of its last attempt), its failed attempts, each with
-   * its error's stack, and the cron slot it was planned for (`null` for a job that is not a
+   * The job, its history row (the record of its last attempt), the attempts before it that
+   * ended without completing (`AttemptInfo`: failed, interrupted, snoozed, cancelled, a failure's
+   * with its error's stack), and the cron slot it was planned for (`null` for a job that is not a
    * schedule's).
    */
   async getJob(id: string): Promise<{
     job: JobInfo;
     history: Record<string, unknown> | null;
-    attempts: FailedAttemptInfo[];
+    attempts: AttemptInfo[];
     cronSlot: CronSlotInfo | null;
   }> {
     const job = await this.queue.getJob(id);
     if (!job) throw new NotFoundException(`No job ${id}.`);
     const [[history], attempts, [cronSlot]] = await Promise.all([
       this.db.query<Record<string, unknown>>(this.sql.history, [id]),
-      this.db.query<FailedAttemptInfo>(this.sql.attempts, [id]),
+      this.db.query<AttemptInfo>(this.sql.attempts, [id]),
       this.db.query<CronSlotInfo>(this.sql.cronSlot, [id]),
     ]);
     return { job, history: history ?? null, attempts, cronSlot: cronSlot ?? null };

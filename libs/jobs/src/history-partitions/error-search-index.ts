@@ -1,7 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { JobsDatabase } from '../database/jobs-database.js';
-import { runOnlineStatements } from '../schema/online-statements.js';
-import { ERROR_SEARCH_INDEX, errorSearchIndexSql } from './error-search-index.sql.js';
+import { errorSearchIndexSql } from './error-search-index.sql.js';
 
 /** SQLSTATEs that say pg_trgm cannot be installed here at all: no use trying every round. */
 const CANNOT_INSTALL = new Set([
@@ -10,16 +9,7 @@ const CANNOT_INSTALL = new Set([
   '0A000', // feature_not_supported
 ]);
 
-/**
- * A partition up to this size has its part built at once, in one of the upkeep's short
- * transactions, with the attach: milliseconds of writes held, and a lock wait that ends soon. A
- * `CONCURRENTLY` build instead waits, lock timeout aside, for every transaction older than it, and
- * a schema change of the partition meanwhile (another DDL) ends in a deadlock that PostgreSQL may
- * settle by cancelling the other session's statement; a larger partition is still worth it.
- */
-const BUILT_AT_ONCE_BYTES = 8 * 1024 * 1024;
-
-/** What the partitions' upkeep lends the index's builds: its short transactions, its soft steps. */
+/** What the partitions' upkeep lends the index: its short transactions, its soft steps. */
 export interface UpkeepSteps {
   inShortTransaction(statements: string[]): Promise<boolean>;
   step<T>(what: string, run: () => Promise<T>): Promise<T | undefined>;
@@ -32,11 +22,11 @@ export interface UpkeepSteps {
  * where it is installed, else installed into the module's schema; a database that refuses it is
  * told once, and searches work as before, without the index.
  *
- * History is partitioned, and `CREATE INDEX CONCURRENTLY` is refused on a partitioned table: the
- * index is made on the parent alone (`ON ONLY`, nothing built), then built on each partition that
- * lacks it, concurrently (claims and endings go on), and attached. Partitions attached later get
- * their (empty) part from the attach itself. Run by the instance holding the partitions' lease,
- * each round: once every partition has its part, a round costs one catalog query.
+ * This makes the index on the parent alone (`ON ONLY`, nothing built); the same round's
+ * `completeIndexes` builds and attaches each partition's part, as it does for the indexes
+ * migrations make that way, and partitions attached later get theirs from the attach itself. Run
+ * by the instance holding the partitions' lease, each round: once made, a round costs a catalog
+ * query and a statement that finds the index there.
  */
 export class ErrorSearchIndex {
   private readonly sql: ReturnType<typeof errorSearchIndexSql>;
@@ -49,7 +39,7 @@ export class ErrorSearchIndex {
     this.sql = errorSearchIndexSql(db.schema);
   }
 
-  async build(upkeep: UpkeepSteps): Promise<void> {
+  async make(upkeep: UpkeepSteps): Promise<void> {
     if (this.unavailable) return;
     const trigramSchema = await upkeep.step('finding pg_trgm for the error search index', () =>
       this.trigramSchema(),
@@ -58,30 +48,6 @@ export class ErrorSearchIndex {
     await upkeep.step('making the error search index', () =>
       upkeep.inShortTransaction([this.sql.createParent(trigramSchema)]),
     );
-    const missing = await this.db.query<{ name: string; bytes: number }>(
-      this.sql.partitionsWithout,
-      [`${this.db.schema.quoted}.${ERROR_SEARCH_INDEX}`],
-    );
-    for (const { name, bytes } of missing) {
-      await upkeep.step(`building the error search index of ${name}`, async () => {
-        if (bytes <= BUILT_AT_ONCE_BYTES) {
-          // A part of that name here is none attached: what a failed build left, rebuilt.
-          await upkeep.inShortTransaction([
-            this.sql.dropPart(name),
-            this.sql.buildPart(name, trigramSchema, false),
-            this.sql.attachPart(name),
-          ]);
-          return;
-        }
-        await runOnlineStatements(
-          (text, values) => this.db.query(text, values),
-          this.db.schema,
-          [{ index: this.sql.partName(name), sql: this.sql.buildPart(name, trigramSchema, true) }],
-          (message) => this.logger.warn(message),
-        );
-        await upkeep.inShortTransaction([this.sql.attachPart(name)]);
-      });
-    }
   }
 
   /** Where pg_trgm is, installing it if it is not; `undefined` when it cannot be had. */

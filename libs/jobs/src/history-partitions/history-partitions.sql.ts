@@ -2,6 +2,23 @@ import type { SchemaName } from '../database/schema-name.js';
 import { DEFAULT_PARTITION, idBound, isTimePartitionName } from './partition-range.js';
 import type { TimePartition } from './partition-range.js';
 
+/** An index name the upkeep builds or attaches: the library's own, of lower case, digits and `_`. */
+const INDEX_NAME = /^[a-z][a-z0-9_]{0,62}$/;
+
+function indexName(name: string): string {
+  if (!INDEX_NAME.test(name)) throw new Error(`${name} is not an index of jobHistory`);
+  return name;
+}
+
+/**
+ * The name of `parentIndex`'s index on `partition` (`jobHistory_default`, or a time partition's
+ * name): the parent's, cut to leave room, with the partition's suffix in lower case.
+ */
+export function childIndexName(parentIndex: string, partition: string): string {
+  const suffix = partition.replace(/^jobHistory_/, '').toLowerCase();
+  return `${parentIndex.slice(0, 62 - suffix.length)}_${suffix}`;
+}
+
 /**
  * The statements of partition upkeep. DDL takes no parameters: a partition's name and bounds enter
  * the text, so they are made here from a `TimePartition` (digits of a time, checked again) and
@@ -141,6 +158,60 @@ export function historyPartitionsSql(schema: SchemaName) {
            AND NOT EXISTS (SELECT 1 FROM ${s}."jobFlowMember"
                            WHERE "jobId" >= '${from}' AND "jobId" < '${to}') AS droppable`;
     },
+    /**
+     * The partitions that lack their index of a history index built `ON ONLY` the parent (by a
+     * migration: an index of a partitioned table cannot be built CONCURRENTLY, see the rules of
+     * `migrations.ts`), which stays invalid, unused, until every partition has one attached. Each
+     * with the parent index's method and columns (`USING ...`, from its definition) and whether an
+     * invalid index of the name `childIndexName` gives it is left there by a build that failed.
+     * A partition made later gets its own at its attach: it is never listed.
+     *
+     * $1 schema name
+     */
+    partitionsMissingIndexes: `
+      SELECT pi.relname::text AS index, c.relname::text AS partition,
+             substring(pg_get_indexdef(pi.oid) FROM ' USING .*$') AS method,
+             pg_relation_size(c.oid)::float8 AS bytes
+      FROM pg_index px
+      JOIN pg_class pi ON pi.oid = px.indexrelid
+      JOIN pg_inherits inh ON inh.inhparent = '${parent}'::regclass
+      JOIN pg_class c ON c.oid = inh.inhrelid
+      WHERE px.indrelid = '${parent}'::regclass AND NOT px.indisvalid
+        AND NOT EXISTS (SELECT 1 FROM pg_inherits ii JOIN pg_index ci ON ci.indexrelid = ii.inhrelid
+                        WHERE ii.inhparent = pi.oid AND ci.indrelid = c.oid)
+      ORDER BY c.relname, pi.relname`,
+
+    /**
+     * Whether index $2 of schema $1 exists and is invalid, and whether an index of its table is
+     * being built now: an invalid index is a CONCURRENTLY build that failed only when none is (a
+     * build in progress is invalid too, and dropping it would end another session's build).
+     */
+    indexBuildState: `
+      SELECT NOT i.indisvalid AS invalid,
+             EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.relid = i.indrelid) AS building
+      FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relname = $2`,
+    dropIndexConcurrently: (index: string) =>
+      `DROP INDEX CONCURRENTLY IF EXISTS ${s}."${indexName(index)}"`,
+    dropIndex: (index: string) => `DROP INDEX IF EXISTS ${s}."${indexName(index)}"`,
+    /**
+     * Builds `index` on `partition` with `method` (a parent index's `USING ...`, read from the
+     * catalog): `concurrently`, without blocking writes (not in a transaction), or at once, holding
+     * the partition's writes for the build (a SHARE lock), which a lock timeout bounds.
+     */
+    buildPartitionIndex: (
+      index: string,
+      partition: string,
+      method: string,
+      concurrently: boolean,
+    ) =>
+      // An index's name takes no schema: it is made in its table's.
+      `CREATE INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF NOT EXISTS "${indexName(index)}" ON ${table(partition)} ${method}`,
+    /** Attaching a partition's index: a catalog change; the last one makes the parent's valid. */
+    attachIndex: (parentIndex: string, index: string) =>
+      `ALTER INDEX ${s}."${indexName(parentIndex)}" ATTACH PARTITION ${s}."${indexName(index)}"`,
+
     /**
      * Detaching takes an ACCESS EXCLUSIVE lock on the parent, briefly (CONCURRENTLY is refused
      * where a default partition exists); dropping the detached table then locks nothing else.

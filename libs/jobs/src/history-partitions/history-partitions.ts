@@ -4,7 +4,7 @@ import type { JobsDatabase } from '../database/jobs-database.js';
 import type { ResolvedJobsOptions } from '../options/resolved-options.js';
 import { ErrorSearchIndex } from './error-search-index.js';
 import type { UpkeepSteps } from './error-search-index.js';
-import { historyPartitionsSql } from './history-partitions.sql.js';
+import { childIndexName, historyPartitionsSql } from './history-partitions.sql.js';
 import {
   DEFAULT_PARTITION,
   PARTITION_LEAD_MS,
@@ -14,6 +14,16 @@ import {
   timePartitionOf,
 } from './partition-range.js';
 import type { TimePartition } from './partition-range.js';
+
+/**
+ * A partition up to this size has its part of an index built at once, in one of the upkeep's
+ * short transactions with its attach: milliseconds of its writes held, and a lock wait that ends
+ * soon. A CONCURRENTLY build instead waits, lock timeout aside, for every transaction older than
+ * it, and a schema change of the partition meanwhile (another DDL) ends in a deadlock that
+ * PostgreSQL may settle by cancelling the other session's statement; a larger partition is still
+ * worth that.
+ */
+const BUILT_AT_ONCE_BYTES = 8 * 1024 * 1024;
 
 /** SQLSTATE of a lock wait past `lock_timeout`: the step is tried again next round. */
 const LOCK_NOT_AVAILABLE = '55P03';
@@ -57,9 +67,10 @@ export class HistoryPartitions implements UpkeepSteps {
   }
 
   /**
-   * One round: under the lease, drops what a failed round left, attaches the partitions ahead, and
-   * drops the due partitions that hold nothing to keep; then keeps the error search index (the
-   * partitions it is built on made first). Returns the tables whose expired rows are
+   * One round: under the lease, drops what a failed round left, makes the error search index
+   * (`errorSearchIndex`) on the parent, builds the indexes made on the parent alone on the
+   * partitions that exist (`completeIndexes`), attaches the partitions ahead, and drops the due
+   * partitions that hold nothing to keep. Returns the tables whose expired rows are
    * deleted in batches: the default partition, and the overdue partitions (held by a row that
    * outlives the rest).
    */
@@ -75,6 +86,8 @@ export class HistoryPartitions implements UpkeepSteps {
     let { now, attached } = await this.list();
     if (leased) {
       await this.dropDetachedTables(attached, now);
+      if (this.options.errorSearchIndex) await this.errorSearchIndex.make(this);
+      await this.completeIndexes();
       if (this.options.historyPartitionInterval > 0) {
         for (const partition of partitionsToMake(
           attached,
@@ -92,7 +105,6 @@ export class HistoryPartitions implements UpkeepSteps {
           }
         }
       }
-      if (this.options.errorSearchIndex) await this.errorSearchIndex.build(this);
       ({ now, attached } = await this.list());
     }
     if (this.options.historyExpiration === 0) return [];
@@ -160,6 +172,48 @@ export class HistoryPartitions implements UpkeepSteps {
         await this.inShortTransaction([this.sql.dropElsewhere(partition)]);
       }
     });
+  }
+
+  /**
+   * Builds, on each partition that lacks it, the index of every history index made on the parent
+   * alone (`ON ONLY`, by a migration or the error search index: building it there would block the
+   * fleet's writes for the whole build), and attaches it; once every partition's is attached,
+   * PostgreSQL makes the parent's valid and queries use it. A partition up to
+   * `BUILT_AT_ONCE_BYTES` has its index built and attached in one short transaction; a larger one
+   * CONCURRENTLY. An invalid leftover of a failed build is dropped first, so that the build is
+   * tried again; one that another session is building is left to it. Each build is a step: one
+   * that fails is tried next round.
+   */
+  async completeIndexes(): Promise<void> {
+    const missing = (await this.db.query(this.sql.partitionsMissingIndexes)) as {
+      index: string;
+      partition: string;
+      method: string;
+      bytes: number;
+    }[];
+    for (const { index, partition, method, bytes } of missing) {
+      const child = childIndexName(index, partition);
+      await this.step(`building ${child} on ${partition}`, async () => {
+        const [existing] = (await this.db.query(this.sql.indexBuildState, [
+          this.db.schema.name,
+          child,
+        ])) as { invalid: boolean; building: boolean }[];
+        // Another session builds it (a round that overran its lease): its own attach follows.
+        if (existing?.building) return;
+        if (bytes <= BUILT_AT_ONCE_BYTES) {
+          // An index of that name here is attached to nothing: what a failed build left.
+          await this.inShortTransaction([
+            this.sql.dropIndex(child),
+            this.sql.buildPartitionIndex(child, partition, method, false),
+            this.sql.attachIndex(index, child),
+          ]);
+          return;
+        }
+        if (existing?.invalid) await this.db.query(this.sql.dropIndexConcurrently(child));
+        await this.db.query(this.sql.buildPartitionIndex(child, partition, method, true));
+        await this.inShortTransaction([this.sql.attachIndex(index, child)]);
+      });
+    }
   }
 
   /** Detaches and drops `partition` if every row in it expired and none is to be kept. */

@@ -16,6 +16,11 @@ export interface JobFilter<State extends JobState> {
   queue?: string;
   /** Only the jobs of this group (`groupKey`). */
   groupKey?: string;
+  /**
+   * Only the jobs added with this unique key (`AddJobOptions.uniqueKey`), exactly: the pending job
+   * that holds it, and the jobs of that key that started since (history keeps a job's key).
+   */
+  uniqueKey?: string;
   /** Only the jobs in this state, or in one of these. */
   state?: State | readonly State[];
   /** Only the jobs enqueued before this time (the job's `createdAt`, kept across its attempts). */

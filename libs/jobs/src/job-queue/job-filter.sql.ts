@@ -12,10 +12,12 @@ export interface FilterValues {
   readonly createdBefore: Date | null;
   /** An ILIKE pattern of the last error (`errorPattern`). */
   readonly errorPattern: string | null;
+  /** The job's unique key, exactly. */
+  readonly uniqueKey: string | null;
 }
 
 /** How many placeholders `filterSql` takes. */
-const FILTER_PARAMETERS = 6;
+const FILTER_PARAMETERS = 7;
 
 /** The filter's values, in the order `filterSql`'s placeholders take them. */
 export function filterValues(filter: FilterValues): unknown[] {
@@ -26,16 +28,20 @@ export function filterValues(filter: FilterValues): unknown[] {
     filter.createdAfter,
     filter.createdBefore,
     filter.errorPattern,
+    filter.uniqueKey,
   ];
 }
 
 /**
  * The one place a job filter becomes SQL, for the bulk calls (`retryJobs`, `cancelJobs`) and the
  * admin API's search alike, so that a search's count is what a bulk action on it takes. Conditions
- * on a row of `table` aliased `alias`, the filter's values at `$first` to `$first + 5`.
+ * on a row of `table` aliased `alias`, the filter's values at `$first` to `$first + 6`.
  *
  * A job's last error is in its history row: a queued job's is its previous attempt's, looked up by
- * primary key. Statements run unprepared (custom plans), so a `$n IS NULL` of an absent field folds
+ * primary key. So is its unique key once it has run: the queue keeps a key only until the job's
+ * first claim (it frees itself then), history keeps it from that claim on; a job queued again (a
+ * retry, a snooze) is found through its history row, by job_history_unique_key then the queue's
+ * primary key, and one never claimed by jobs_unique_key. Statements run unprepared (custom plans), so a `$n IS NULL` of an absent field folds
  * away at planning, and with it the condition.
  */
 export function filterSql(
@@ -44,7 +50,7 @@ export function filterSql(
   table: 'jobs' | 'jobHistory',
   first: number,
 ): string {
-  const [task, queue, groupKey, after, before, error] = Array.from(
+  const [task, queue, groupKey, after, before, error, uniqueKey] = Array.from(
     { length: FILTER_PARAMETERS },
     (_, i) => `$${first + i}`,
   );
@@ -53,12 +59,18 @@ export function filterSql(
       ? `${alias}."lastErrorMessage" ILIKE ${error}`
       : `EXISTS (SELECT 1 FROM ${schema}."jobHistory" e
                  WHERE e.id = ${alias}.id AND e."lastErrorMessage" ILIKE ${error})`;
+  const keyMatches =
+    table === 'jobHistory'
+      ? `${alias}."uniqueKey" = ${uniqueKey}`
+      : `(${alias}."uniqueKey" = ${uniqueKey}
+         OR ${alias}.id = ANY(ARRAY(SELECT k.id FROM ${schema}."jobHistory" k WHERE k."uniqueKey" = ${uniqueKey})))`;
   return `(${task}::text IS NULL OR ${alias}.task = ${task})
     AND (${queue}::text IS NULL OR ${alias}.queue = ${queue})
     AND (${groupKey}::text IS NULL OR ${alias}."groupKey" = ${groupKey})
     AND (${after}::timestamptz IS NULL OR ${alias}."createdAt" >= ${after})
     AND (${before}::timestamptz IS NULL OR ${alias}."createdAt" < ${before})
-    AND (${error}::text IS NULL OR ${errorMatches})`;
+    AND (${error}::text IS NULL OR ${errorMatches})
+    AND (${uniqueKey}::text IS NULL OR ${keyMatches})`;
 }
 
 /** An ILIKE pattern that matches `text` anywhere, its `%`, `_` and `\` taken literally. */

@@ -40,6 +40,11 @@ export interface JobInfo<Result = unknown> {
   queue: string;
   /** `AddJobOptions.groupKey`, or `null`. */
   groupKey: string | null;
+  /**
+   * `AddJobOptions.uniqueKey`, or `null`: kept for the job's whole life, though it holds other jobs
+   * off only while the job is pending for the first time (it frees itself when the job starts).
+   */
+  uniqueKey: string | null;
   /** The flow it belongs to (`addFlow`), or `null`. */
   flowId: string | null;
   /**

@@ -1,4 +1,5 @@
 import { queuedJobState, queuedWaitUntil } from '../common/job-states.js';
+import { recordedAttempt } from '../common/recorded-attempt.js';
 import { preparedStatement, sqlStatement } from '../database/sql-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
 import type { TraceCarrier } from '../telemetry/jobs-telemetry.js';
@@ -27,6 +28,7 @@ const ANY_JOB: FilterValues = {
   createdAfter: null,
   createdBefore: null,
   errorPattern: null,
+  uniqueKey: null,
 };
 
 /** The parameters of a batch of `cancelQueuedJobs` or `cancelRunningJobs`. */
@@ -61,7 +63,8 @@ export function queueSql({ quoted: s }: SchemaName) {
    *   failure and retry, a reaper's or shutdown's requeue) matches it any more, so the job stays
    *   cancelled whatever its task then does, and nothing runs it again. The instance running it is
    *   told (`cancelJob`) to abort it; if that notification is lost, its poll finds the attempt
-   *   cancelled (`runner/ending.sql.ts`, `cancelledAttempts`);
+   *   cancelled (`runner/ending.sql.ts`, `cancelledAttempts`). A retry from outside would have the
+   *   next claim overwrite that history row, so the attempt is also kept in `jobAttempt`;
    * - whoever awaits one of them hears `jobCompleted` (cancelled).
    * A job is queued or running in any one snapshot, never both, so the two writes never touch the
    * same history row.
@@ -72,9 +75,9 @@ export function queueSql({ quoted: s }: SchemaName) {
       ), dequeued AS (
         INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
                                              "wasScheduled", awaited, "createdAt", "completedAt", queue,
-                                             "groupKey", "inFlow")
+                                             "groupKey", "inFlow", "uniqueKey")
         SELECT id, task, 'cancelled', payload, priority, retries, "maxRetries", "isScheduled", awaited,
-               "createdAt", now(), queue, "groupKey", "inFlow"
+               "createdAt", now(), queue, "groupKey", "inFlow", "uniqueKey"
         FROM removed
         ON CONFLICT (id) DO UPDATE SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now()
         RETURNING id, task, awaited, queue
@@ -82,8 +85,8 @@ export function queueSql({ quoted: s }: SchemaName) {
         UPDATE ${s}."jobHistory"
         SET state = 'cancelled', "completedAt" = now(), "updatedAt" = now()
         WHERE id = ANY(${runningIds}) AND state = 'active'
-        RETURNING id, task, "claimToken", awaited, queue
-      ), cancelled AS (
+        RETURNING id, task, "claimToken", awaited, queue, attempt, "executedBy", "startedAt"
+      ), ${recordedAttempt(s, { name: '"stopRecorded"', ended: 'stopped', outcome: 'cancelled', error: 'NULL::text' })}, cancelled AS (
         SELECT id, task, awaited, queue FROM dequeued
         UNION ALL SELECT id, task, awaited, queue FROM stopped
       ), told AS (
@@ -204,14 +207,15 @@ export function queueSql({ quoted: s }: SchemaName) {
                j.payload, j.priority, j.retries AS attempt, j."maxRetries",
                ${queuedWaitUntil('j')} AS "waitUntil", j."createdAt",
                h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy", NULL::jsonb AS result,
-               h.progress, j.queue, j."groupKey", m."flowId", j."waitingFor"
+               h.progress, j.queue, j."groupKey", COALESCE(j."uniqueKey", h."uniqueKey") AS "uniqueKey",
+               m."flowId", j."waitingFor"
         FROM ${s}.jobs j LEFT JOIN ${s}."jobHistory" h ON h.id = j.id
         LEFT JOIN ${s}."jobFlowMember" m ON j."inFlow" AND m."jobId" = j.id
         WHERE j.id = $1
         UNION ALL
         SELECT h.id, h.task, h.state, h.payload, h.priority, h.attempt, h."maxRetries", NULL,
                h."createdAt", h."startedAt", h."completedAt", h."lastErrorMessage", h."executedBy",
-               h.result, h.progress, h.queue, h."groupKey", m."flowId", NULL
+               h.result, h.progress, h.queue, h."groupKey", h."uniqueKey", m."flowId", NULL
         FROM ${s}."jobHistory" h
         LEFT JOIN ${s}."jobFlowMember" m ON h."inFlow" AND m."jobId" = h.id
         WHERE h.id = $1 AND NOT EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)
@@ -269,7 +273,7 @@ export function queueSql({ quoted: s }: SchemaName) {
       `
       WITH picked AS (
         SELECT id FROM ${s}.jobs j
-        WHERE ${filterSql(s, 'j', 'jobs', 3)} AND ${queuedJobState('j')} = ANY($9::text[])
+        WHERE ${filterSql(s, 'j', 'jobs', 3)} AND ${queuedJobState('j')} = ANY($10::text[])
         LIMIT $2 FOR UPDATE
       ), ${cancelling('ARRAY(SELECT id FROM picked)', `'{}'::uuid[]`, '$1')}
       SELECT (SELECT count(*) FROM picked)::int AS picked,

@@ -46,6 +46,7 @@ const KNOWN_KEYS = new Set<string>([
   'task',
   'queue',
   'groupKey',
+  'uniqueKey',
   'state',
   'before',
   'after',
@@ -69,8 +70,9 @@ export function validateJobFilter<State extends JobState>(
     new InvalidJobFilterError(field, value, expectation);
   const given = filter ?? {};
   assertOptionsObject(given, KNOWN_KEYS, fail);
-  const { task, queue, groupKey, state, before, after, error } = given as JobFilter<State>;
-  for (const [field, value] of Object.entries({ task, queue, groupKey })) {
+  const { task, queue, groupKey, uniqueKey, state, before, after, error } =
+    given as JobFilter<State>;
+  for (const [field, value] of Object.entries({ task, queue, groupKey, uniqueKey })) {
     if (value !== undefined && (typeof value !== 'string' || value.length === 0)) {
       throw fail(field, value, 'must be a non-empty string');
     }
@@ -101,6 +103,7 @@ export function validateJobFilter<State extends JobState>(
     task: task ?? null,
     queue: queue ?? null,
     groupKey: groupKey ?? null,
+    uniqueKey: uniqueKey ?? null,
     states: [...new Set(states)],
     createdBefore: before ?? null,
     createdAfter: after ?? null,

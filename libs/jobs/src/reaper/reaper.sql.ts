@@ -1,3 +1,4 @@
+import { recordedAttempt } from '../common/recorded-attempt.js';
 import type { SchemaName } from '../database/schema-name.js';
 import { sqlStatement } from '../database/sql-statement.js';
 
@@ -24,7 +25,8 @@ export function reaperSql({ quoted: s }: SchemaName) {
      * runner's fenced write) racing on a row, whichever commits second re-checks the row, finds it no
      * longer the same active attempt and skips it. With `judgePeers` it also forgets instances that
      * have been silent for `instanceTimeout`; one that was only paused puts its row back and says
-     * so.
+     * so. Each attempt it ends is also kept in `jobAttempt` (`interrupted`, with its instance and
+     * times), in the same statement, since the retry's claim overwrites the history row.
      */
     reap: sqlStatement(
       `
@@ -53,7 +55,7 @@ export function reaperSql({ quoted: s }: SchemaName) {
           AND h."claimToken" IS NOT DISTINCT FROM c."claimToken"
           AND h."executedBy" IS NOT DISTINCT FROM c."executedBy"
         RETURNING h.*, c.reason
-      ), requeued AS (
+      ), ${recordedAttempt(s, { name: 'recorded', ended: 'stranded', outcome: 'interrupted' })}, requeued AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled", awaited,
                                "createdBy", "createdAt", "traceContext", queue, "groupKey", "inFlow")
         SELECT id, task, payload, priority, attempt, "maxRetries", "wasScheduled", awaited, $3, "createdAt",

@@ -112,7 +112,7 @@ export function retentionSql({ quoted: s }: SchemaName) {
      * What durable steps leave (migration 15), after history's prune: at most $2 checkpoints of
      * jobs gone from the queue and from history (their job expired, so they did), the event waits
      * of jobs no longer suspended (woken by a timeout, or gone), and the events sent more than $1
-     * seconds ago; and at most $2 failed attempts (migration 16) of such jobs. Returns the larger
+     * seconds ago; and at most $2 recorded attempts (migration 16: those that ended without completing) of such jobs. Returns the larger
      * of the checkpoints and attempts it deleted: $2 means more may be left.
      *
      * Only the checkpoints and attempts of ids below $3 are looked at, a range of the primary key: a job expires
@@ -134,9 +134,9 @@ export function retentionSql({ quoted: s }: SchemaName) {
         WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = w."jobId" AND j."waitingFor" IS NOT NULL)
       ), events AS (
         DELETE FROM ${s}."jobEvent" e WHERE e."createdAt" < now() - make_interval(secs => $1)
-      ), "expiredAttempts" AS (${expiredRecords('"jobAttempt"', 'attempt')}), attempts AS (
+      ), "expiredAttempts" AS (${expiredRecords('"jobAttempt"', '"startedAt"')}), attempts AS (
         DELETE FROM ${s}."jobAttempt" a USING "expiredAttempts" x
-        WHERE a."jobId" = x."jobId" AND a.attempt = x.attempt
+        WHERE a."jobId" = x."jobId" AND a."startedAt" = x."startedAt"
         RETURNING 1
       )
       SELECT greatest((SELECT count(*) FROM steps), (SELECT count(*) FROM attempts))::int AS deleted`,

@@ -164,7 +164,7 @@ export function claimSql({ quoted: s, name: schemaName }: SchemaName) {
         INSERT INTO ${s}."jobHistory" AS h (id, task, state, payload, priority, attempt, "maxRetries",
                                              "wasScheduled", awaited, "executedBy", "lastErrorMessage",
                                              "createdAt", "startedAt", "completedAt", "traceContext",
-                                             queue, "groupKey", "claimToken", "inFlow")
+                                             queue, "groupKey", "claimToken", "inFlow", "uniqueKey")
         -- A skipped job never started: its attempt stays at the retries it had (0), and it ends now.
         SELECT id, task, CASE WHEN skipped THEN 'skipped' ELSE 'active' END, payload, priority,
                retries + CASE WHEN skipped THEN 0 ELSE 1 END, "maxRetries", "isScheduled", awaited, $2,
@@ -176,7 +176,7 @@ export function claimSql({ quoted: s, name: schemaName }: SchemaName) {
                    || '" had a run active or a later slot due (overlap: ''skip'').'
                END,
                "createdAt", CASE WHEN skipped THEN NULL ELSE ${at} END, CASE WHEN skipped THEN ${at} END,
-               "traceContext", ${queue}, "groupKey", seq, "inFlow"
+               "traceContext", ${queue}, "groupKey", seq, "inFlow", "uniqueKey"
         FROM claimed c, LATERAL (SELECT c."skipReason" IS NOT NULL AS skipped) k
         ON CONFLICT (id) DO UPDATE SET
           state = EXCLUDED.state, attempt = EXCLUDED.attempt, "maxRetries" = EXCLUDED."maxRetries",
@@ -185,6 +185,9 @@ export function claimSql({ quoted: s, name: schemaName }: SchemaName) {
           "lastErrorMessage" = COALESCE(EXCLUDED."lastErrorMessage", h."lastErrorMessage"),
           queue = EXCLUDED.queue, "groupKey" = EXCLUDED."groupKey",
           "claimToken" = EXCLUDED."claimToken",
+          -- The key is the queued row's only until its first claim (it frees itself then): a later
+          -- claim's row has none, and history keeps the first one's for the job's whole life.
+          "uniqueKey" = COALESCE(EXCLUDED."uniqueKey", h."uniqueKey"),
           -- Someone may have started awaiting the job while it was queued again (retried, snoozed,
           -- requeued): its end is then worth a notification.
           awaited = h.awaited OR EXCLUDED.awaited, "updatedAt" = now()

@@ -3,6 +3,7 @@ import {
   snoozedAttempt,
   snoozedJobValues,
 } from '../common/snoozed-attempt.js';
+import { recordedAttempt } from '../common/recorded-attempt.js';
 import { preparedStatement, sqlStatement } from '../database/sql-statement.js';
 import type { SchemaName } from '../database/schema-name.js';
 import type { ClaimedJob } from './claim.sql.js';
@@ -42,7 +43,8 @@ export function endingSql({ quoted: s }: SchemaName) {
   /**
    * Ends the active attempts `selection` picks (a FROM/WHERE over history as h) as interrupted and
    * queues their jobs again with the attempt unconsumed, created by the instance that gave them
-   * back. `reason` is the parameter of the message history keeps.
+   * back. `reason` is the parameter of the message history keeps. The next claim overwrites the
+   * history row, so each attempt given back is also kept in `jobAttempt` (`interrupted`).
    */
   const giveBack = (selection: string, reason: string) => `
       WITH released AS (
@@ -50,7 +52,7 @@ export function endingSql({ quoted: s }: SchemaName) {
         SET state = 'interrupted', "lastErrorMessage" = ${reason}, "updatedAt" = now()
         ${selection}
         RETURNING h.*
-      )
+      ), ${recordedAttempt(s, { name: 'recorded', ended: 'released', outcome: 'interrupted' })}
       INSERT INTO ${s}.jobs (id, task, payload, priority, retries, "maxRetries", "isScheduled", awaited,
                              "createdBy", "createdAt", "traceContext", queue, "groupKey", "inFlow")
       SELECT id, task, payload, priority, attempt - 1, "maxRetries", "wasScheduled", awaited,
@@ -106,9 +108,9 @@ export function endingSql({ quoted: s }: SchemaName) {
      * before the power is taken: with many retries the power alone overflows, and the failure could
      * not be written at all. Only the final failure is worth telling a waiting caller, with
      * `notification`, built by the caller (`endNotification`: its error cut to fit a notification).
-     * The failure is also kept in "jobAttempt", with $12, its stack, since the next claim
-     * overwrites the history row. A write repeated after a lost answer finds no active row to
-     * fail, so an attempt is recorded once (the conflict clause only keeps that a rule).
+     * The failure is also kept in "jobAttempt" (`failed`, a `giveUp` too), with $12, its stack,
+     * since the next claim overwrites the history row. A write repeated after a lost answer finds
+     * no active row to fail, so an attempt is recorded once.
      */
     fail: preparedStatement(
       `
@@ -117,12 +119,7 @@ export function endingSql({ quoted: s }: SchemaName) {
         SET state = 'failed', "lastErrorMessage" = $4, "completedAt" = now(), "updatedAt" = now()
         WHERE id = $1 AND attempt = $3 AND "claimToken" = $11 AND state = 'active'
         RETURNING *
-      ), recorded AS (
-        INSERT INTO ${s}."jobAttempt" ("jobId", attempt, "executedBy", "startedAt", "endedAt", error, stack)
-        SELECT id, attempt, "executedBy", "startedAt", "completedAt", "lastErrorMessage", $12
-        FROM failed
-        ON CONFLICT DO NOTHING
-      ), retried AS (
+      ), ${recordedAttempt(s, { name: 'recorded', ended: 'failed', outcome: 'failed', stack: '$12::text' })}, retried AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", retries, "maxRetries",
                                "isScheduled", awaited, "createdBy", "createdAt", "traceContext", queue,
                                "groupKey", "inFlow")

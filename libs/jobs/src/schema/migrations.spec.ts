@@ -36,7 +36,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       13: 'e601be451855',
       14: '02793bb3601a',
       15: '92ee580842d3',
-      16: '193cc4d688b8',
+      16: '76584f1d59e8',
       17: 'eedbb74e7249',
     };
     const fingerprints = Object.fromEntries(

@@ -21,9 +21,11 @@ import type { SchemaName } from '../database/schema-name.js';
  * - A change of a small table, or one that only touches the catalog, stays transactional (`sql`).
  * - From version 13 on, `jobHistory` is partitioned (its partitions are made and dropped at run
  *   time, `history-partitions/`). `CREATE INDEX CONCURRENTLY` is refused on a partitioned table:
- *   build an index of history as `CREATE INDEX ... ON ONLY "jobHistory"` (nothing is built), then
- *   on each partition CONCURRENTLY, then `ALTER INDEX ... ATTACH PARTITION` each one. A unique
- *   index must include `id`, the partition key. A column added to `jobHistory` reaches every
+ *   build an index of history as `CREATE INDEX ... ON ONLY "jobHistory"` (nothing is built, a
+ *   catalog change: it may go in a transactional migration), which stays invalid, unused, until
+ *   each partition has its own attached. The partition upkeep builds those (CONCURRENTLY, then
+ *   `ALTER INDEX ... ATTACH PARTITION`: `HistoryPartitions.completeIndexes`), and a partition made
+ *   later gets its own at its attach. A unique index must include `id`, the partition key. A column added to `jobHistory` reaches every
  *   partition, and the partitions made later copy it (`LIKE "jobHistory"`).
  *
  * `migrations.spec.ts` holds these rules on `MIGRATIONS`.
@@ -590,25 +592,44 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 16,
-    name: "every failed attempt of a job, with its error's stack, for the job's page",
+    name: "every attempt that ended without completing, for the job's page; history keeps the unique key",
     sql: ({ quoted: s }) => `
-      -- A new table only: no write waits on it.
+      -- A new table and catalog changes only: no write waits on them.
       --
-      -- A job's history row is its last attempt: a retry's claim overwrites the attempt before it.
-      -- Each failed attempt is also written here, by the statement that records the failure (a
-      -- failure is rare: a completion writes nothing here), so that the job's page lists every one
-      -- of them: its instance, times and error, with the error's stack. Pruned with history, by
-      -- the retention's round that prunes steps.
+      -- A job's history row is its last attempt: the next claim overwrites the attempt before it.
+      -- Each attempt that ends without completing is also written here, by the statement that ends
+      -- it (fenced like it: a stale or repeated ending writes nothing): failed, interrupted (the
+      -- reaper's rescue, shutdown's release), snoozed (ctx.snooze, a durable step's suspension) or
+      -- cancelled while it ran. Those are rare: a completion writes nothing here, and the job's
+      -- page takes its completed attempt from history. Each with its instance, times and error (a
+      -- failure's with its stack). Pruned with history, by the retention's round that prunes steps.
+      --
+      -- Keyed by the attempt's start, not its number: an interrupted or snoozed attempt does not
+      -- consume its number, so the attempt after it has the same one. Two claims of one job never
+      -- start at the same time: the next claim begins after the previous attempt's ending commits.
       CREATE TABLE ${s}."jobAttempt" (
         "jobId" uuid NOT NULL,
+        "startedAt" timestamptz NOT NULL,
         attempt integer NOT NULL,
+        outcome text NOT NULL CHECK (outcome IN ('failed', 'interrupted', 'snoozed', 'cancelled')),
         "executedBy" text,
-        "startedAt" timestamptz,
         "endedAt" timestamptz NOT NULL,
         error text,
         stack text,
-        PRIMARY KEY ("jobId", attempt)
+        PRIMARY KEY ("jobId", "startedAt")
       );
+
+      -- The job's unique key (addJob's uniqueKey), kept for its whole life: in the queue it is the
+      -- lock of one pending job per key and is gone once the job starts, so the admin search by key
+      -- reads it here. Written by the claim (and by a cancel of a queued job), never cleared by the
+      -- claims after it. Nullable without a default: the catalog alone changes, on every partition.
+      ALTER TABLE ${s}."jobHistory" ADD COLUMN "uniqueKey" text;
+      -- The search by key. On ONLY the partitioned parent: nothing is built here, nothing waits. A
+      -- partition attached later builds its own (empty) at its attach; those of the partitions
+      -- that exist now are built CONCURRENTLY and attached by the partition upkeep
+      -- (history-partitions/, completeIndexes), after which this one is valid and used.
+      CREATE INDEX job_history_unique_key ON ONLY ${s}."jobHistory" ("uniqueKey")
+        WHERE "uniqueKey" IS NOT NULL;
     `,
   },
   {

@@ -198,7 +198,7 @@ export class SchemaMigrator {
       await runOnlineStatements(
         async (text, values) => (await client.query(text, values)).rows,
         this.db.schema,
-        migration.statements(this.db.schema),
+        migration,
         (message) => this.logger.warn(message),
       );
       await client.query(this.sql.recordVersion, [migration.version, migration.name]);

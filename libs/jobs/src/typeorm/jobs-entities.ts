@@ -106,6 +106,8 @@ export class JobHistoryEntity {
   @column('claimToken', 'bigint', true) claimToken!: string | null;
   /** `true` for a job of a flow (`addFlow`). */
   @column('inFlow', 'boolean', true) inFlow!: boolean | null;
+  /** `AddJobOptions.uniqueKey`, kept from the job's first claim on (the queue frees it there). */
+  @column('uniqueKey', 'text', true) uniqueKey!: string | null;
 }
 
 /**

@@ -77,7 +77,7 @@ function migrationClass(schema: SchemaName, migration: Migration): JobsMigration
         await runOnlineStatements(
           (text, values) => runner.query(text, values),
           schema,
-          migration.statements(schema),
+          migration,
           (message) => logger.warn(message),
         );
         await record(runner);
