@@ -1,0 +1,164 @@
+import type { SchemaName } from '../database/schema-name.js';
+import { sqlStatement } from '../database/sql-statement.js';
+import { durationBucketSql } from './duration-buckets.js';
+
+/**
+ * Seconds after a minute's end before it is written: an ending stamped in the minute (its
+ * statement's `now()`) may commit a moment after the minute ended. One committed later still is
+ * not counted in the minute's row.
+ */
+export const MINUTE_CLOSE_GRACE_SECONDS = 5;
+
+/** What `writeMinute` writes: a minute, and the queues' depth sampled at its end. */
+export interface MinuteToWrite {
+  readonly minute: Date;
+  readonly writtenBy: string;
+  readonly queues: readonly {
+    name: string;
+    pending: number;
+    blocked: number;
+    due: number;
+    active: number;
+  }[];
+  /** Seconds the rows are kept; 0 keeps them forever. */
+  readonly keepSeconds: number;
+}
+
+/**
+ * A history row's duration, from its start to its end, in ms (float8; 0 without a start, which a
+ * completed row always has).
+ */
+const durationMs = (h: string) =>
+  `greatest(0, COALESCE(extract(epoch FROM ${h}."completedAt" - ${h}."startedAt")::float8 * 1000, 0))`;
+
+/**
+ * The statements of the per-minute figures (migration 17): the tables `"jobMinute"` (a minute
+ * written), `"jobTaskMinute"` (a task's endings and durations in it) and `"jobQueueMinute"` (a
+ * queue's depth at its end).
+ */
+export function minuteStatsSql(schema: SchemaName) {
+  const s = schema.quoted;
+  /**
+   * Per task, state and duration bucket, the jobs whose last attempt ended (completed or failed)
+   * in [`from`, `from` + 1 minute): one range of job_history_state_ended_at per state, each
+   * completed row read for its start.
+   */
+  const endedIn = (from: string) => `
+    SELECT h.task, h.state,
+           CASE WHEN h.state = 'completed' THEN ${durationBucketSql(durationMs('h'))} END AS bucket,
+           count(*)::int AS n
+    FROM ${s}."jobHistory" h
+    WHERE h.state IN ('completed', 'failed')
+      AND h."completedAt" >= ${from} AND h."completedAt" < ${from} + interval '1 minute'
+    GROUP BY 1, 2, 3`;
+
+  return {
+    /**
+     * The lease of the minute that closed last (it ended more than $2 seconds ago): taken by one
+     * instance once, the first to ask, since "lastCheckedAt" then is that minute and the next
+     * asker's `<` fails. A second asker waits on the row lock and, once the first commits, finds
+     * the row changed and takes nothing. An instance that dies holding the lease leaves its minute
+     * unwritten (missing), never written twice: `writeMinute`'s insert of the minute is the
+     * guarantee, the lease only spares the other instances a sample of the queue.
+     *
+     * $1 instance $2 grace (seconds)
+     */
+    takeMinute: `
+      UPDATE ${s}."jobLock" l SET "lastCheckedBy" = $1, "lastCheckedAt" = m.minute
+      FROM (SELECT date_trunc('minute', now() - make_interval(secs => $2)) - interval '1 minute' AS minute) m
+      WHERE l.key = 'minuteStats' AND l."lastCheckedAt" < m.minute
+      RETURNING m.minute`,
+
+    /**
+     * Writes minute $1 once: its row of `"jobMinute"` (`ON CONFLICT DO NOTHING`: a minute already
+     * written inserts nothing), and only if that row was inserted, its task rows (from history,
+     * `endedIn`) and its queue rows (the sample given), and deletes the minutes older than the
+     * kept window (with their rows: `ON DELETE CASCADE`). One statement: its figures are all
+     * written or none are. Returns whether it wrote the minute.
+     */
+    writeMinute: sqlStatement(
+      `
+      WITH marked AS (
+        INSERT INTO ${s}."jobMinute" (minute, "writtenBy") VALUES ($1, $2)
+        ON CONFLICT (minute) DO NOTHING
+        RETURNING minute
+      ), tasks AS (
+        INSERT INTO ${s}."jobTaskMinute" (minute, task, completed, failed, buckets, counts)
+        SELECT $1, e.task,
+               COALESCE(sum(e.n) FILTER (WHERE e.state = 'completed'), 0),
+               COALESCE(sum(e.n) FILTER (WHERE e.state = 'failed'), 0),
+               COALESCE(array_agg(e.bucket ORDER BY e.bucket) FILTER (WHERE e.state = 'completed'), '{}'),
+               COALESCE(array_agg(e.n ORDER BY e.bucket) FILTER (WHERE e.state = 'completed'), '{}')
+        FROM (${endedIn('$1::timestamptz')}) e
+        WHERE EXISTS (SELECT 1 FROM marked)
+        GROUP BY e.task
+        RETURNING 1
+      ), queues AS (
+        INSERT INTO ${s}."jobQueueMinute" (minute, queue, pending, blocked, due, active)
+        SELECT $1, q.* FROM unnest($3::text[], $4::int[], $5::int[], $6::int[], $7::int[]) AS q
+        WHERE EXISTS (SELECT 1 FROM marked)
+        RETURNING 1
+      ), pruned AS (
+        DELETE FROM ${s}."jobMinute"
+        WHERE EXISTS (SELECT 1 FROM marked) AND $8 > 0 AND minute < $1 - make_interval(secs => $8)
+      )
+      SELECT EXISTS (SELECT 1 FROM marked) AS written,
+             (SELECT count(*) FROM tasks)::int AS tasks, (SELECT count(*) FROM queues)::int AS queues`,
+      (p: MinuteToWrite) => [
+        p.minute,
+        p.writtenBy,
+        p.queues.map((q) => q.name),
+        p.queues.map((q) => q.pending),
+        p.queues.map((q) => q.blocked),
+        p.queues.map((q) => q.due),
+        p.queues.map((q) => q.active),
+        p.keepSeconds,
+      ],
+    ),
+
+    /**
+     * Per task and duration bucket (NULL: the failed ones), the jobs that ended since the start
+     * of the minute $1 minutes ago: from the rows of the minutes written, and from history for
+     * every minute of the window not written (the minute running now, the one just closed, any
+     * minute no instance wrote), one range of an index on "completedAt" each. So the counts are
+     * history's, while only the minutes not written are read from it. `completed` of a bucket
+     * row is its count; the completed of a task are the sum of its buckets'.
+     *
+     * $1 minutes
+     */
+    durations: `
+      WITH bounds AS (
+        SELECT date_trunc('minute', now() - make_interval(mins => $1)) AS start,
+               date_trunc('minute', now()) AS current
+      ), recorded AS (
+        SELECT t.* FROM ${s}."jobTaskMinute" t, bounds b WHERE t.minute >= b.start
+      ), unwritten AS (
+        SELECT g.minute FROM bounds b, generate_series(b.start, b.current, interval '1 minute') AS g(minute)
+        WHERE NOT EXISTS (SELECT 1 FROM ${s}."jobMinute" m WHERE m.minute = g.minute)
+      ), parts AS (
+        SELECT r.task, u.bucket::int AS bucket, u.n AS completed, 0 AS failed
+        FROM recorded r CROSS JOIN LATERAL unnest(r.buckets, r.counts) AS u(bucket, n)
+        UNION ALL
+        SELECT r.task, NULL, 0, r.failed FROM recorded r WHERE r.failed > 0
+        UNION ALL
+        SELECT e.task, e.bucket, CASE WHEN e.state = 'completed' THEN e.n ELSE 0 END,
+               CASE WHEN e.state = 'failed' THEN e.n ELSE 0 END
+        FROM unwritten w CROSS JOIN LATERAL (${endedIn('w.minute')}) AS e
+      )
+      SELECT task, bucket, sum(completed)::int AS completed, sum(failed)::int AS failed
+      FROM parts GROUP BY task, bucket ORDER BY task, bucket`,
+
+    /**
+     * Queue $1's depth at the end of each minute written since the start of the minute $2 minutes
+     * ago, oldest first: a range of the primary key. A minute no instance wrote is absent.
+     *
+     * $1 queue $2 minutes
+     */
+    depth: `
+      SELECT minute, pending, blocked, due, active FROM ${s}."jobQueueMinute"
+      WHERE queue = $1 AND minute >= date_trunc('minute', now() - make_interval(mins => $2))
+      ORDER BY minute`,
+  };
+}
+
+export type MinuteStatsSql = ReturnType<typeof minuteStatsSql>;
