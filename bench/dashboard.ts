@@ -8,6 +8,9 @@
  * real history's do: most are a refused connection (to one of 256 addresses), some a timeout, a
  * few a printer on fire, and ten a tenant's quota; so the searches by error text match many rows,
  * a handful, or none. Prints p50 and p95 per route and whether p95 is under 100 ms.
+ * The per-minute rows (migration 17) are filled for the day as the instances' writer would have
+ * left them, and the writer then runs as on an instance that runs jobs, so that
+ * `durations?minutes=1440` and the queue depth routes read what they would in production.
  * `BENCH_EXPLAIN=1` also prints the executed plans of the statements the page polls and of the
  * searches and counts, with their values bound as the service binds them. `BENCH_TRIGRAM_INDEX=1`
  * first adds the index docs/operations.md offers for searches by error text on a big history
@@ -21,7 +24,7 @@ import { NestFactory } from '@nestjs/core';
 import pg from 'pg';
 import { JobsAdminModule, JobsModule } from 'nestjs-pg-jobs';
 import { createDatabase, resolveDatabaseServer } from '../tools/dev-database.js';
-import { adminSql, toSchemaName } from './internals.js';
+import { MinuteStatsRecorder, adminSql, minuteStatsSql, toSchemaName } from './internals.js';
 import { percentile } from './stats.js';
 
 const HISTORY_ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 1_000_000);
@@ -89,6 +92,32 @@ async function fill(client: pg.Client): Promise<void> {
 }
 
 /**
+ * The per-minute rows of the filled day, as the instances' writer would have left them: each
+ * minute written from its history rows, with a made-up sample of the two queues' depth, but the
+ * last two minutes, which the writer (5 to 15 s after a minute's end) has not reached yet: the
+ * day's durations read those from history, as they would. Then the writer runs, every 10 s, as on
+ * an instance that runs jobs, and takes each minute that closes during the run.
+ */
+async function fillMinutes(client: pg.Client, recorder: MinuteStatsRecorder): Promise<void> {
+  const started = performance.now();
+  const { rows } = await client.query<{ minute: Date }>(
+    `SELECT generate_series(date_trunc('minute', now() - interval '1 day'),
+                            date_trunc('minute', now()) - interval '2 minutes', interval '1 minute') AS minute`,
+  );
+  for (const [i, { minute }] of rows.entries()) {
+    const wave = Math.round(5000 * Math.sin(i / 60));
+    await recorder.writeMinute(minute, [
+      { name: 'default', pending: 75_000 + wave, blocked: 0, due: 7_500 + wave, active: 40 },
+      { name: 'emails', pending: 25_000 - wave, blocked: 0, due: 2_500 - wave, active: 10 },
+    ]);
+  }
+  recorder.start();
+  console.log(
+    `Filled ${rows.length} per-minute rows in ${Math.round(performance.now() - started)} ms.`,
+  );
+}
+
+/**
  * A search's values, $1 to $9 of every list and count, as the service binds them
  * (`searchValues`): task, queue, group key, created after and before, the error as an ILIKE
  * pattern, the first and last ids of an id prefix (whole 8-digit groups only here), and a flow.
@@ -120,9 +149,12 @@ async function explain(
   { idPrefix, cursor }: { idPrefix: string; cursor: { at: string; id: string } },
 ): Promise<void> {
   const sql = adminSql(toSchemaName('jobs'));
+  const minutes = minuteStatsSql(toSchemaName('jobs'));
   const statements: [string, string, unknown[]][] = [
     ['stats', sql.stats, [60]],
     ['throughput', sql.throughput, [60]],
+    ['durations over a day (per-minute rows)', minutes.durations, [1440]],
+    ['queue depth over a day', minutes.depth, ['default', 1440]],
     ['listEnded completed', sql.listEnded, [...searchValues(), 'completed', 21, 0, null, null]],
     ['listAll', sql.listAll, [...searchValues(), PAGE, 0, null, null]],
     [
@@ -204,6 +236,7 @@ try {
   await app.listen(0, '127.0.0.1');
   try {
     await fill(client);
+    await fillMinutes(client, app.get(MinuteStatsRecorder));
     const base = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}/jobs-admin`;
     const pick = async (text: string) => (await client.query<{ id: string }>(text)).rows;
     const [done] = await pick(`SELECT id FROM jobs."jobHistory" WHERE state = 'completed' LIMIT 1`);
@@ -254,7 +287,13 @@ try {
       ['GET schedules', () => time(`${base}/api/schedules`)],
       ['GET throughput?minutes=60', () => time(`${base}/api/throughput?minutes=60`)],
       ['GET durations?minutes=60', () => time(`${base}/api/durations?minutes=60`)],
+      // From the per-minute rows, and history for the minutes not written yet.
       ['GET durations?minutes=1440', () => time(`${base}/api/durations?minutes=1440`)],
+      ['GET queues/:name/depth?minutes=60', () => time(`${base}/api/queues/default/depth`)],
+      [
+        'GET queues/:name/depth?minutes=1440',
+        () => time(`${base}/api/queues/default/depth?minutes=1440`),
+      ],
       ['GET instances', () => time(`${base}/api/instances`)],
       ['GET jobs (every state)', () => time(`${base}/api/jobs`)],
       ['GET jobs?state=interrupted', () => time(`${base}/api/jobs?state=interrupted`)],
