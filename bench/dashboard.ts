@@ -42,10 +42,10 @@ const GROUP_KEY = 'tenant42';
 
 async function fill(client: pg.Client): Promise<void> {
   const started = performance.now();
-  // Every 50th row failed (20,000 of a million): 10 of a tenant's quota, 990 of a printer on fire,
-  // 4,000 of a timeout and 15,000 of a refused connection. Tasks 0 to 4 run in the `emails` queue;
-  // two rows in three have a group key, of 101 tenants (101, not 100, so that the failed rows,
-  // every 50th, spread over them all).
+  // Each job took 20 ms to 2 s. Every 50th row failed (20,000 of a million): 10 of a tenant's
+  // quota, 990 of a printer on fire, 4,000 of a timeout and 15,000 of a refused connection. Tasks 0
+  // to 4 run in the `emails` queue; two rows in three have a group key, of 101 tenants (101, not
+  // 100, so that the failed rows, every 50th, spread over them all).
   await client.query(
     `INSERT INTO jobs."jobHistory" (id, task, state, payload, attempt, "maxRetries", "lastErrorMessage",
                                     "executedBy", "createdAt", "startedAt", "completedAt", queue, "groupKey")
@@ -56,12 +56,15 @@ async function fill(client: pg.Client): Promise<void> {
                    WHEN i % 250 = 51 THEN 'timeout of 5000ms exceeded'
                    ELSE 'connect ECONNREFUSED 10.0.0.' || (i / 50 % 256) || ':5432' END
             END, 'bench',
-            t.at - interval '2 seconds', t.at - interval '1 second',
+            t.at - t.took - interval '1 second', t.at - t.took,
             CASE WHEN s.state <> 'active' THEN t.at END,
             CASE WHEN i % 20 < 5 THEN 'emails' ELSE 'default' END,
             CASE WHEN i % 3 <> 0 THEN 'tenant' || (i % 101) END
      FROM generate_series(1, $1) AS i,
-          LATERAL (SELECT now() - make_interval(secs => i * 86400.0 / $1) AS at) AS t,
+          -- Durations from 20 ms to 2 s, on a log scale: a task's minute spreads over some twenty
+          -- of the per-minute rows' buckets, as a real task's does.
+          LATERAL (SELECT now() - make_interval(secs => i * 86400.0 / $1) AS at,
+                          make_interval(secs => power(10, (i % 21) / 10.0 - 1.7)) AS took) AS t,
           LATERAL (SELECT CASE WHEN i % 20000 = 0 THEN 'active' WHEN i % 50 = 1 THEN 'failed'
                                WHEN i % 97 = 2 THEN 'cancelled' WHEN i % 331 = 3 THEN 'interrupted'
                                ELSE 'completed' END AS state) AS s`,

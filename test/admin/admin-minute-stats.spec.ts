@@ -155,7 +155,7 @@ describe('the per-minute writer', () => {
     ).rejects.toThrow(/duplicate key/);
   });
 
-  it('deletes the minutes older than the kept day when it writes one', async () => {
+  it('deletes the minutes and hours older than the kept day when it writes one', async () => {
     const old = await db.query<{ minute: Date }>(
       `INSERT INTO jobs."jobMinute" (minute) VALUES (date_trunc('minute', now()) - interval '2 days')
        RETURNING minute`,
@@ -165,10 +165,17 @@ describe('the per-minute writer', () => {
        VALUES ($1, 'imports', 1, 0, 1, 0)`,
       [old[0].minute],
     );
+    await db.query(
+      `INSERT INTO jobs."jobTaskHour" (hour, task, completed, failed, buckets, counts)
+       VALUES (date_trunc('hour', now()) - interval '2 days', 'old', 1, 0, '{3}', '{1}')`,
+    );
     await recorderOf(peer.module).writeMinute(await minuteAgo(40), []);
     await expect(
       db.query(`SELECT 1 FROM jobs."jobMinute" WHERE minute = $1`, [old[0].minute]),
     ).resolves.toEqual([]);
+    await expect(db.query(`SELECT 1 FROM jobs."jobTaskHour" WHERE task = 'old'`)).resolves.toEqual(
+      [],
+    );
     await expect(
       db.query(`SELECT 1 FROM jobs."jobQueueMinute" WHERE minute = $1`, [old[0].minute]),
     ).resolves.toEqual([]);
@@ -289,6 +296,19 @@ describe('GET api/durations over a day', () => {
     await db.query(
       `DELETE FROM jobs."jobHistory" h USING jobs."jobMinute" m
        WHERE h."completedAt" >= m.minute AND h."completedAt" < m.minute + interval '1 minute'`,
+    );
+    expect(lines((await api<TaskDurationsReport>('durations?minutes=1440')).tasks)).toEqual(
+      lines(day.tasks),
+    );
+    // The hours summed once closed are read from their rows: with their minutes' rows gone too,
+    // the day's counts stay (and the hours were summed: many of them).
+    const [{ hours }] = await db.query<{ hours: number }>(
+      `SELECT count(DISTINCT hour)::int AS hours FROM jobs."jobTaskHour"`,
+    );
+    expect(hours).toBeGreaterThan(15);
+    await db.query(
+      `DELETE FROM jobs."jobTaskMinute" t USING jobs."jobTaskHour" h
+       WHERE t.minute >= h.hour AND t.minute < h.hour + interval '1 hour'`,
     );
     expect(lines((await api<TaskDurationsReport>('durations?minutes=1440')).tasks)).toEqual(
       lines(day.tasks),

@@ -22,7 +22,8 @@ export const MIN_MINUTE_STATS_KEEP_SECONDS = 86_400;
  * every queue's depth (the counts of `JobQueueService.getQueues()`: a count of the queue grouped by
  * task, once a minute for the whole cluster, never on the claim's path) and writes, in one
  * statement, the minute's task rows (from history: the jobs that ended in it), its queue rows
- * (the sample) and the deletion of the rows past `historyExpiration` (a day at least).
+ * (the sample), the task rows of the hour before, summed from its minutes (the first minute written
+ * in an hour does so), and the deletion of the rows past `historyExpiration` (a day at least).
  *
  * A minute is written at most once: its row of `"jobMinute"` is inserted by the statement that
  * writes its figures, `ON CONFLICT DO NOTHING`. A minute that no instance wrote (every one was

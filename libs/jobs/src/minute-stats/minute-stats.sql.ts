@@ -52,6 +52,10 @@ export function minuteStatsSql(schema: SchemaName) {
       AND h."completedAt" >= ${from} AND h."completedAt" < ${from} + interval '1 minute'
     GROUP BY 1, 2, 3`;
 
+  /** A minute row's minute is in the hour before the hour of $1. */
+  const inPreviousHour = `minute >= date_trunc('hour', $1::timestamptz) - interval '1 hour'
+                AND minute < date_trunc('hour', $1::timestamptz)`;
+
   return {
     /**
      * The lease of the minute that closed last (it ended more than $2 seconds ago): taken by one
@@ -72,14 +76,24 @@ export function minuteStatsSql(schema: SchemaName) {
     /**
      * Writes minute $1 once: its row of `"jobMinute"` (`ON CONFLICT DO NOTHING`: a minute already
      * written inserts nothing), and only if that row was inserted, its task rows (from history,
-     * `endedIn`) and its queue rows (the sample given), and deletes the minutes older than the
-     * kept window (with their rows: `ON DELETE CASCADE`). One statement: its figures are all
-     * written or none are. Returns whether it wrote the minute.
+     * `endedIn`) and its queue rows (the sample given); the task rows of the hour before $1's
+     * hour, summed from its minutes, unless written already (`hours`); and deletes the minutes and
+     * hours older than the kept window (a minute's rows with it: `ON DELETE CASCADE`). One
+     * statement: its figures are all written or none are. Returns whether it wrote the minute.
+     *
+     * The hour's rows read the minute rows committed before this statement: written in order, as
+     * the writer writes them, they are the hour's every minute written. A minute of that hour
+     * written later (a backfill out of order) would be counted in its minute row only, and read
+     * only where no hour row is (`durations`).
      */
     writeMinute: sqlStatement(
       `
       WITH marked AS (
-        INSERT INTO ${s}."jobMinute" (minute, "writtenBy") VALUES ($1, $2)
+        INSERT INTO ${s}."jobMinute" (minute, "writtenBy")
+        -- Not once its hour was summed (a writer that stalled past the hour's end): a minute
+        -- left unwritten is read from history, where a minute row the hour's sum lacks is lost.
+        SELECT $1::timestamptz, $2::text WHERE NOT EXISTS (SELECT 1 FROM ${s}."jobTaskHour"
+                                        WHERE hour = date_trunc('hour', $1::timestamptz))
         ON CONFLICT (minute) DO NOTHING
         RETURNING minute
       ), tasks AS (
@@ -98,9 +112,28 @@ export function minuteStatsSql(schema: SchemaName) {
         SELECT $1, q.* FROM unnest($3::text[], $4::int[], $5::int[], $6::int[], $7::int[]) AS q
         WHERE EXISTS (SELECT 1 FROM marked)
         RETURNING 1
+      ), hours AS (
+        INSERT INTO ${s}."jobTaskHour" (hour, task, completed, failed, buckets, counts)
+        SELECT date_trunc('hour', $1::timestamptz) - interval '1 hour', t.task, t.completed, t.failed,
+               COALESCE(b.buckets, '{}'), COALESCE(b.counts, '{}')
+        FROM (SELECT task, sum(completed)::int AS completed, sum(failed)::int AS failed
+              FROM ${s}."jobTaskMinute" WHERE ${inPreviousHour} GROUP BY task) t
+        LEFT JOIN (SELECT task, array_agg(bucket ORDER BY bucket) AS buckets, array_agg(n ORDER BY bucket) AS counts
+                   FROM (SELECT m.task, u.bucket, sum(u.n)::int AS n
+                         FROM ${s}."jobTaskMinute" m, unnest(m.buckets, m.counts) AS u(bucket, n)
+                         WHERE ${inPreviousHour.replaceAll('minute', 'm.minute')} GROUP BY 1, 2) per_bucket
+                   GROUP BY task) b ON b.task = t.task
+        -- Uncorrelated: a one-time filter, so that an hour written already reads nothing.
+        WHERE EXISTS (SELECT 1 FROM marked)
+          AND NOT EXISTS (SELECT 1 FROM ${s}."jobTaskHour"
+                          WHERE hour = date_trunc('hour', $1::timestamptz) - interval '1 hour')
+        ON CONFLICT (hour, task) DO NOTHING
       ), pruned AS (
         DELETE FROM ${s}."jobMinute"
         WHERE EXISTS (SELECT 1 FROM marked) AND $8 > 0 AND minute < $1 - make_interval(secs => $8)
+      ), "prunedHours" AS (
+        DELETE FROM ${s}."jobTaskHour"
+        WHERE EXISTS (SELECT 1 FROM marked) AND $8 > 0 AND hour < $1 - make_interval(secs => $8)
       )
       SELECT EXISTS (SELECT 1 FROM marked) AS written,
              (SELECT count(*) FROM tasks)::int AS tasks, (SELECT count(*) FROM queues)::int AS queues`,
@@ -118,11 +151,13 @@ export function minuteStatsSql(schema: SchemaName) {
 
     /**
      * Per task and duration bucket (NULL: the failed ones), the jobs that ended since the start
-     * of the minute $1 minutes ago: from the rows of the minutes written, and from history for
-     * every minute of the window not written (the minute running now, the one just closed, any
-     * minute no instance wrote), one range of an index on "completedAt" each. So the counts are
-     * history's, while only the minutes not written are read from it. `completed` of a bucket
-     * row is its count; the completed of a task are the sum of its buckets'.
+     * of the minute $1 minutes ago: from the hour rows of the window's hours that have them, the
+     * minute rows of its other hours (the hour running now, the window's first, partial one, an
+     * hour no minute after it summed), and history for every minute of the window not written (the
+     * minute running now, the one just closed, any minute no instance wrote), one range of an
+     * index on "completedAt" each. So the counts are history's, while only the minutes not written
+     * are read from it, and a day reads about 24 rows a task with its buckets instead of 1,440.
+     * `completed` of a bucket row is its count; the completed of a task are the sum of its buckets'.
      *
      * $1 minutes
      */
@@ -130,14 +165,26 @@ export function minuteStatsSql(schema: SchemaName) {
       WITH bounds AS (
         SELECT date_trunc('minute', now() - make_interval(mins => $1)) AS start,
                date_trunc('minute', now()) AS current
+      ), "summedHours" AS (
+        SELECT DISTINCT h.hour FROM ${s}."jobTaskHour" h, bounds b WHERE h.hour >= b.start
+      ), "otherHours" AS (
+        SELECT g.hour FROM bounds b,
+               generate_series(date_trunc('hour', b.start), date_trunc('hour', b.current), interval '1 hour') AS g(hour)
+        WHERE g.hour NOT IN (SELECT hour FROM "summedHours")
       ), recorded AS (
-        SELECT t.* FROM ${s}."jobTaskMinute" t, bounds b WHERE t.minute >= b.start
+        SELECT h.task, h.failed, h.buckets, h.counts
+        FROM ${s}."jobTaskHour" h, bounds b WHERE h.hour >= b.start
+        UNION ALL
+        SELECT t.task, t.failed, t.buckets, t.counts
+        FROM "otherHours" o CROSS JOIN bounds b
+        JOIN ${s}."jobTaskMinute" t
+          ON t.minute >= greatest(o.hour, b.start) AND t.minute < o.hour + interval '1 hour'
       ), unwritten AS (
         SELECT g.minute FROM bounds b, generate_series(b.start, b.current, interval '1 minute') AS g(minute)
         WHERE NOT EXISTS (SELECT 1 FROM ${s}."jobMinute" m WHERE m.minute = g.minute)
       ), parts AS (
-        SELECT r.task, u.bucket::int AS bucket, u.n AS completed, 0 AS failed
-        FROM recorded r CROSS JOIN LATERAL unnest(r.buckets, r.counts) AS u(bucket, n)
+        SELECT r.task, unnest(r.buckets)::int AS bucket, unnest(r.counts) AS completed, 0 AS failed
+        FROM recorded r
         UNION ALL
         SELECT r.task, NULL, 0, r.failed FROM recorded r WHERE r.failed > 0
         UNION ALL

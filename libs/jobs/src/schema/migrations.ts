@@ -639,6 +639,18 @@ export const MIGRATIONS: readonly Migration[] = [
         counts integer[] NOT NULL,
         PRIMARY KEY (minute, task)
       );
+      -- The same per hour, summed from the hour's minutes once it closed (by the first minute
+      -- written after it): a day's figures read 24 rows a task, not 1,440 (each with its buckets).
+      -- An hour without one (no minute written after it, soon enough) is read from its minutes.
+      CREATE TABLE ${s}."jobTaskHour" (
+        hour timestamptz NOT NULL,
+        task text NOT NULL,
+        completed integer NOT NULL,
+        failed integer NOT NULL,
+        buckets smallint[] NOT NULL,
+        counts integer[] NOT NULL,
+        PRIMARY KEY (hour, task)
+      );
       -- A queue's depth, sampled once at the end of the minute.
       CREATE TABLE ${s}."jobQueueMinute" (
         minute timestamptz NOT NULL REFERENCES ${s}."jobMinute" ON DELETE CASCADE,
