@@ -33,15 +33,15 @@ const durationMs = (h: string) =>
 
 /**
  * The statements of the per-minute figures (migration 17): the tables `"jobMinute"` (a minute
- * written), `"jobTaskMinute"` (a task's endings and durations in it) and `"jobQueueMinute"` (a
- * queue's depth at its end).
+ * written), `"jobTaskMinute"` (a task's endings and durations in it), `"jobTaskHour"` (the same
+ * summed per hour) and `"jobQueueMinute"` (a queue's depth at its end).
  */
 export function minuteStatsSql(schema: SchemaName) {
   const s = schema.quoted;
   /**
    * Per task, state and duration bucket, the jobs whose last attempt ended (completed or failed)
-   * in [`from`, `from` + 1 minute): one range of job_history_state_ended_at per state, each
-   * completed row read for its start.
+   * in [`from`, `from` + 1 minute): one range of an index on "completedAt"
+   * (`test/admin/admin-plans.spec.ts`), each completed row read for its start.
    */
   const endedIn = (from: string) => `
     SELECT h.task, h.state,
