@@ -8,6 +8,9 @@
  * real history's do: most are a refused connection (to one of 256 addresses), some a timeout, a
  * few a printer on fire, and ten a tenant's quota; so the searches by error text match many rows,
  * a handful, or none. Prints p50 and p95 per route and whether p95 is under 100 ms.
+ * The per-minute rows (migration 18) are filled for the day as the instances' writer would have
+ * left them, and the writer then runs as on an instance that runs jobs, so that
+ * `durations?minutes=1440` and the queue depth routes read what they would in production.
  * `BENCH_EXPLAIN=1` also prints the executed plans of the statements the page polls and of the
  * searches and counts, with their values bound as the service binds them. The library's error
  * search index (`errorSearchIndex`, a trigram index) is built once history is filled, as the
@@ -21,7 +24,7 @@ import { NestFactory } from '@nestjs/core';
 import pg from 'pg';
 import { JobsAdminModule, JobsModule, RetentionService } from 'nestjs-pg-jobs';
 import { createDatabase, resolveDatabaseServer } from '../tools/dev-database.js';
-import { adminSql, toSchemaName } from './internals.js';
+import { MinuteStatsRecorder, adminSql, minuteStatsSql, toSchemaName } from './internals.js';
 import { percentile } from './stats.js';
 
 const HISTORY_ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 1_000_000);
@@ -41,10 +44,10 @@ const errorSearchIndex = process.env.BENCH_ERROR_SEARCH_INDEX !== '0';
 
 async function fill(client: pg.Client, upkeep: () => Promise<unknown>): Promise<void> {
   const started = performance.now();
-  // Every 50th row failed (20,000 of a million): 10 of a tenant's quota, 990 of a printer on fire,
-  // 4,000 of a timeout and 15,000 of a refused connection. Tasks 0 to 4 run in the `emails` queue;
-  // two rows in three have a group key, of 101 tenants (101, not 100, so that the failed rows,
-  // every 50th, spread over them all).
+  // Each job took 20 ms to 2 s. Every 50th row failed (20,000 of a million): 10 of a tenant's
+  // quota, 990 of a printer on fire, 4,000 of a timeout and 15,000 of a refused connection. Tasks 0
+  // to 4 run in the `emails` queue; two rows in three have a group key, of 101 tenants (101, not
+  // 100, so that the failed rows, every 50th, spread over them all).
   await client.query(
     `INSERT INTO jobs."jobHistory" (id, task, state, payload, attempt, "maxRetries", "lastErrorMessage",
                                     "executedBy", "createdAt", "startedAt", "completedAt", queue, "groupKey")
@@ -55,12 +58,15 @@ async function fill(client: pg.Client, upkeep: () => Promise<unknown>): Promise<
                    WHEN i % 250 = 51 THEN 'timeout of 5000ms exceeded'
                    ELSE 'connect ECONNREFUSED 10.0.0.' || (i / 50 % 256) || ':5432' END
             END, 'bench',
-            t.at - interval '2 seconds', t.at - interval '1 second',
+            t.at - t.took - interval '1 second', t.at - t.took,
             CASE WHEN s.state <> 'active' THEN t.at END,
             CASE WHEN i % 20 < 5 THEN 'emails' ELSE 'default' END,
             CASE WHEN i % 3 <> 0 THEN 'tenant' || (i % 101) END
      FROM generate_series(1, $1) AS i,
-          LATERAL (SELECT now() - make_interval(secs => i * 86400.0 / $1) AS at) AS t,
+          -- Durations from 20 ms to 2 s, on a log scale: a task's minute spreads over some twenty
+          -- of the per-minute rows' buckets, as a real task's does.
+          LATERAL (SELECT now() - make_interval(secs => i * 86400.0 / $1) AS at,
+                          make_interval(secs => power(10, (i % 21) / 10.0 - 1.7)) AS took) AS t,
           LATERAL (SELECT CASE WHEN i % 20000 = 0 THEN 'active' WHEN i % 50 = 1 THEN 'failed'
                                WHEN i % 97 = 2 THEN 'cancelled' WHEN i % 331 = 3 THEN 'interrupted'
                                ELSE 'completed' END AS state) AS s`,
@@ -82,6 +88,32 @@ async function fill(client: pg.Client, upkeep: () => Promise<unknown>): Promise<
   await client.query(`VACUUM ANALYZE jobs.jobs`);
   console.log(
     `Filled ${HISTORY_ROWS} history rows and ${QUEUED_JOBS} queued jobs in ${Math.round(performance.now() - started)} ms.`,
+  );
+}
+
+/**
+ * The per-minute rows of the filled day, as the instances' writer would have left them: each
+ * minute written from its history rows, with a made-up sample of the two queues' depth, but the
+ * last two minutes, which the writer (5 to 15 s after a minute's end) has not reached yet: the
+ * day's durations read those from history, as they would. Then the writer runs, every 10 s, as on
+ * an instance that runs jobs, and takes each minute that closes during the run.
+ */
+async function fillMinutes(client: pg.Client, recorder: MinuteStatsRecorder): Promise<void> {
+  const started = performance.now();
+  const { rows } = await client.query<{ minute: Date }>(
+    `SELECT generate_series(date_trunc('minute', now() - interval '1 day'),
+                            date_trunc('minute', now()) - interval '2 minutes', interval '1 minute') AS minute`,
+  );
+  for (const [i, { minute }] of rows.entries()) {
+    const wave = Math.round(5000 * Math.sin(i / 60));
+    await recorder.writeMinute(minute, [
+      { name: 'default', pending: 75_000 + wave, blocked: 0, due: 7_500 + wave, active: 40 },
+      { name: 'emails', pending: 25_000 - wave, blocked: 0, due: 2_500 - wave, active: 10 },
+    ]);
+  }
+  recorder.start();
+  console.log(
+    `Filled ${rows.length} per-minute rows in ${Math.round(performance.now() - started)} ms.`,
   );
 }
 
@@ -117,9 +149,12 @@ async function explain(
   { idPrefix, cursor }: { idPrefix: string; cursor: { at: string; id: string } },
 ): Promise<void> {
   const sql = adminSql(toSchemaName('jobs'));
+  const minutes = minuteStatsSql(toSchemaName('jobs'));
   const statements: [string, string, unknown[]][] = [
     ['stats', sql.stats, [60]],
     ['throughput', sql.throughput, [60]],
+    ['durations over a day (per-minute rows)', minutes.durations, [1440]],
+    ['queue depth over a day', minutes.depth, ['default', 1440]],
     ['listEnded completed', sql.listEnded, [...searchValues(), 'completed', 21, 0, null, null]],
     ['listAll', sql.listAll, [...searchValues(), PAGE, 0, null, null]],
     [
@@ -206,6 +241,7 @@ try {
   await app.listen(0, '127.0.0.1');
   try {
     await fill(client, () => app.get(RetentionService).pruneExpiredHistory({ lease: false }));
+    await fillMinutes(client, app.get(MinuteStatsRecorder));
     const base = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}/jobs-admin`;
     const pick = async (text: string) => (await client.query<{ id: string }>(text)).rows;
     const [done] = await pick(`SELECT id FROM jobs."jobHistory" WHERE state = 'completed' LIMIT 1`);
@@ -256,7 +292,13 @@ try {
       ['GET schedules', () => time(`${base}/api/schedules`)],
       ['GET throughput?minutes=60', () => time(`${base}/api/throughput?minutes=60`)],
       ['GET durations?minutes=60', () => time(`${base}/api/durations?minutes=60`)],
+      // From the per-minute rows, and history for the minutes not written yet.
       ['GET durations?minutes=1440', () => time(`${base}/api/durations?minutes=1440`)],
+      ['GET queues/:name/depth?minutes=60', () => time(`${base}/api/queues/default/depth`)],
+      [
+        'GET queues/:name/depth?minutes=1440',
+        () => time(`${base}/api/queues/default/depth?minutes=1440`),
+      ],
       ['GET instances', () => time(`${base}/api/instances`)],
       ['GET jobs (every state)', () => time(`${base}/api/jobs`)],
       ['GET jobs?state=interrupted', () => time(`${base}/api/jobs?state=interrupted`)],

@@ -3,6 +3,7 @@ import { JobsDatabase } from '../../libs/jobs/src/database/jobs-database.js';
 import { HistoryPartitions } from '../../libs/jobs/src/history-partitions/history-partitions.js';
 import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
 import { metricsSql } from '../../libs/jobs/src/metrics/metrics.sql.js';
+import { minuteStatsSql } from '../../libs/jobs/src/minute-stats/minute-stats.sql.js';
 import { resolveJobsOptions } from '../../libs/jobs/src/options/resolve-options.js';
 import { SchemaMigrator } from '../../libs/jobs/src/schema/schema-migrator.js';
 import { executedPlanNodes, planNodes, withParentNames } from '../support/query-plan.js';
@@ -74,6 +75,9 @@ beforeAll(async () => {
 
 const sql = adminSql(toSchemaName('jobs'));
 const metrics = metricsSql(toSchemaName('jobs'));
+const minuteStats = minuteStatsSql(toSchemaName('jobs'));
+/** The minute before the current one, as the per-minute writer writes it. */
+const lastMinute = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 60_000);
 const PAGE = [51, 0];
 const NO_CURSOR = [null, null];
 
@@ -196,6 +200,19 @@ it.each([
   ['list of flows', /^jobHistory_pkey$/, sql.listFlows, [21, 0]],
   ['one job', /^jobHistory_pkey$/, sql.history, ['00000000-0000-4000-8000-000000000000']],
   ['metrics: active jobs', /^job_history_active$/, metrics.active, []],
+  [
+    "the per-minute writer: a minute's endings",
+    ENDED_AT,
+    minuteStats.writeMinute.text,
+    minuteStats.writeMinute.values({
+      minute: lastMinute,
+      writtenBy: 'a',
+      queues: [],
+      keepSeconds: 86_400,
+    }),
+  ],
+  // No minute written: each minute of the day is read from history, one range each.
+  ['durations over a day', ENDED_AT, minuteStats.durations, [1440]],
 ] as const)('%s reads history through %s, never all of it', async (_, index, text, values) => {
   const all = await plan(text, [...values]);
   expect(

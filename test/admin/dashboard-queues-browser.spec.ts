@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { Injectable } from '@nestjs/common';
 import { JobTask } from 'nestjs-pg-jobs';
 import type { JobTaskHandler } from 'nestjs-pg-jobs';
+import { MinuteStatsRecorder } from '../../libs/jobs/src/minute-stats/minute-stats-recorder.js';
 import { ARTIFACTS, UI_TIMEOUT, useDashboard } from '../support/dashboard.js';
 
 @JobTask({ name: 'importRows', queue: 'imports' })
@@ -15,7 +16,7 @@ const dashboard = useDashboard({
   options: { pollingCheck: 0.1, queues: { imports: { globalConcurrency: 2 } } },
 });
 
-it('shows each queue with its counts and limits, and pauses and resumes it on a click', async () => {
+it('shows each queue with its counts, limits and depth chart, and pauses and resumes it on a click', async () => {
   const { page, problems } = await dashboard.openPage();
 
   const row = page.locator('#queues tr[data-queue="imports"]');
@@ -40,6 +41,42 @@ it('shows each queue with its counts and limits, and pauses and resumes it on a 
     .locator('#queues tr[data-queue="imports"] td:nth-child(3)', { hasText: /^0$/ })
     .waitFor({ timeout: UI_TIMEOUT });
   await expect(row.textContent()).resolves.toContain('running');
+
+  // The queue's depth chart, from the minutes written: five jobs wait in the paused queue.
+  await dashboard.server.queue.pauseQueue('imports');
+  await dashboard.server.queue.addJobs(Array.from({ length: 5 }, () => ({ task: 'importRows' })));
+  // Minutes before this instance booted: its own writer never took them.
+  const recorder = dashboard.server.app.get(MinuteStatsRecorder);
+  for (const ago of [5, 4, 3]) {
+    const [{ minute }] = await dashboard.db.query<{ minute: Date }>(
+      `SELECT date_trunc('minute', now()) - make_interval(mins => $1) AS minute`,
+      [ago],
+    );
+    await recorder.writeMinute(minute);
+  }
+  const depth = page.locator('#depth-chart');
+  const bars = page.locator('#depth-chart rect');
+  // Over 24 h the minutes are drawn ten to a bar: the three fall in one or two bars.
+  await page.getByLabel('last 24 h').check();
+  await page
+    .locator('#depth-chart[aria-label$="over the last 24 hours"]')
+    .waitFor({ timeout: UI_TIMEOUT });
+  expect(await bars.count()).toBeGreaterThanOrEqual(1);
+  expect(await bars.count()).toBeLessThanOrEqual(2);
+  // Over the hour, a bar a minute.
+  await page.locator('input[name="depth-window"][value="60"]').check();
+  await page
+    .locator('#depth-chart[aria-label$="over the last hour"]')
+    .waitFor({ timeout: UI_TIMEOUT });
+  await expect(depth.getAttribute('aria-label')).resolves.toBe(
+    'Depth of queue imports at the end of each minute, over the last hour',
+  );
+  expect(await bars.count()).toBe(3);
+  await expect(bars.first().locator('title').textContent()).resolves.toMatch(
+    /: 5 pending \(5 due\), 0 blocked, 0 running$/,
+  );
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-queue-depth.png'), fullPage: true });
+  await dashboard.server.queue.resumeQueue('imports');
   expect(problems).toEqual([]);
   // Closed here: a page left open keeps polling while the test database is dropped.
   await page.close();

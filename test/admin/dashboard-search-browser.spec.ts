@@ -185,6 +185,14 @@ it('lists the instance serving the page, with its last heartbeat, and the durati
   await flaky.first().waitFor({ timeout: UI_TIMEOUT });
   await expect(flaky.nth(3).textContent()).resolves.toMatch(/^\d+\.\d %$/);
   await expect(flaky.nth(4).textContent()).resolves.toMatch(/^\d+ ms$|^\d+\.\d s$/);
+  // Over the last day: from the per-minute figures (history for the minutes not written yet), the
+  // percentiles from their buckets, marked as estimates.
+  await page.getByLabel('last day').check();
+  await page
+    .locator('#durations-window-label', { hasText: 'the last day' })
+    .waitFor({ timeout: UI_TIMEOUT });
+  await expect(flaky.nth(3).textContent()).resolves.toMatch(/^\d+\.\d %$/);
+  await expect(flaky.nth(4).textContent()).resolves.toMatch(/^≈ (\d+ ms|\d+\.\d s)$/);
 }, 60_000);
 
 it('pages through every match with More, after the first fifty', async () => {

@@ -206,6 +206,11 @@ export type {
   TaskDurations,
   TaskStats,
 } from './admin/jobs-admin.service.js';
+export type {
+  QueueDepthPoint,
+  QueueDepthReport,
+  TaskDurationsReport,
+} from './admin/admin-minute-stats.js';
 export type { TaskInfo } from './admin/task-list.js';
 export type {
   FlowListQuery,

@@ -19,6 +19,7 @@ import type { ResolvedJobsOptions } from './options/resolved-options.js';
 import { CompletionWaiters } from './job-queue/completion-waiters.js';
 import { QueueStateService } from './queue-state/queue-state.service.js';
 import { ReaperService } from './reaper/reaper.service.js';
+import { MinuteStatsRecorder } from './minute-stats/minute-stats-recorder.js';
 import { RetentionService } from './retention/retention.service.js';
 import { JobRunner } from './runner/job-runner.js';
 import { SchemaMigrator } from './schema/schema-migrator.js';
@@ -56,6 +57,7 @@ export class JobsLifecycle
     @Inject(WorkerPool) private readonly workerPool: WorkerPool,
     @Inject(InstanceHeartbeat) private readonly heartbeat: InstanceHeartbeat,
     @Inject(QueueStateService) private readonly queues: QueueStateService,
+    @Inject(MinuteStatsRecorder) private readonly minuteStats: MinuteStatsRecorder,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -105,6 +107,7 @@ export class JobsLifecycle
     if (this.options.runJobs) await this.reaper.start();
     await this.planner.start();
     if (this.options.runJobs) this.retention.start();
+    if (this.options.runJobs) this.minuteStats.start();
     this.runner.start();
     this.logger.log(
       `Started instance ${this.options.instanceId} (schema ${this.db.schema.name}, ` +
@@ -120,6 +123,7 @@ export class JobsLifecycle
         this.reaper.stop(),
         this.planner.stop(),
         this.retention.stop(),
+        this.minuteStats.stop(),
       ]);
     } finally {
       // Only once drained: until then the instance still vouches for its running jobs. And even if

@@ -17,6 +17,7 @@ import { CompletionWaiters } from './job-queue/completion-waiters.js';
 import { JobQueueService } from './job-queue/job-queue.service.js';
 import { QueueStateService } from './queue-state/queue-state.service.js';
 import { ReaperService } from './reaper/reaper.service.js';
+import { MinuteStatsRecorder } from './minute-stats/minute-stats-recorder.js';
 import { RetentionService } from './retention/retention.service.js';
 import { JobRunner } from './runner/job-runner.js';
 import { JobsTelemetry } from './telemetry/jobs-telemetry.js';
@@ -62,6 +63,7 @@ import { WorkerPool } from './worker-pool/worker-pool.js';
     InstanceHeartbeat,
     ReaperService,
     RetentionService,
+    MinuteStatsRecorder,
     CronPlannerService,
     JobsLifecycle,
   ],

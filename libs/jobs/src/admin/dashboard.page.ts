@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { FLOWS_HTML, FLOWS_SCRIPT, FLOWS_STYLE } from './dashboard-flows.js';
 import { SCHEDULES_HTML, SCHEDULES_SCRIPT, SCHEDULES_STYLE } from './dashboard-schedules.js';
+import { DEPTH_HTML, DEPTH_SCRIPT, DEPTH_STYLE } from './dashboard-depth.js';
 import { SEARCH_HTML, SEARCH_SCRIPT, SEARCH_STYLE } from './dashboard-search.js';
 import { CANCELLABLE, DELETABLE, RETRYABLE } from '../job-queue/bulk-operations.js';
 
@@ -141,32 +142,40 @@ function limits(queue) {
   if (queue.groupConcurrency !== undefined) parts.push(queue.groupConcurrency + " per group");
   return parts.join(", ") || "none";
 }
-function chart(minutes) {
-  const svg = $("chart");
-  if (drawnFrom.get(svg) === minutes) return;
-  drawnFrom.set(svg, minutes);
-  const width = 600, height = 120, n = minutes.length || 1, bar = width / n;
-  const max = Math.max(1, ...minutes.map((m) => m.completed + m.failed));
+// A bar per point (a minute, or a bin of minutes), its series stacked from the bottom (each
+// [key, class]), and each bar's description on hover; returns the largest bar's total. Points of
+// the answer it was drawn from last leave it as it is.
+function chart(svg, points, series, describe) {
+  if (drawnFrom.get(svg) === points) return Number(svg.dataset.max);
+  drawnFrom.set(svg, points);
+  const width = 600, height = 120, n = points.length || 1, bar = width / n;
+  const total = (p) => series.reduce((sum, [key]) => sum + p[key], 0);
+  const max = Math.max(1, ...points.map(total));
+  svg.dataset.max = String(max);
   const ns = "http://www.w3.org/2000/svg";
   svg.replaceChildren();
-  minutes.forEach((m, i) => {
-    const done = (m.completed / max) * (height - 10), failed = (m.failed / max) * (height - 10);
-    for (const [h, y, cls] of [[done, height - done, "done"], [failed, height - done - failed, "failed"]]) {
+  points.forEach((p, i) => {
+    let top = height;
+    for (const [key, cls] of series) {
+      const h = (p[key] / max) * (height - 10);
       if (h <= 0) continue;
+      top -= h;
       const rect = document.createElementNS(ns, "rect");
       rect.setAttribute("x", String(i * bar + 1));
-      rect.setAttribute("y", String(y));
+      rect.setAttribute("y", String(top));
       rect.setAttribute("width", String(Math.max(1, bar - 2)));
       rect.setAttribute("height", String(h));
       rect.setAttribute("class", cls);
       const title = document.createElementNS(ns, "title");
-      title.textContent = new Date(m.minute).toLocaleTimeString() + ": " + m.completed + " completed, " + m.failed + " failed";
+      title.textContent = describe(p);
       rect.append(title);
       svg.append(rect);
     }
   });
-  $("chart-max").textContent = "max " + max + "/min";
+  return max;
 }
+const THROUGHPUT_SERIES = [["completed", "done"], ["failed", "failed"]];
+const describeThroughput = (m) => new Date(m.minute).toLocaleTimeString() + ": " + m.completed + " completed, " + m.failed + " failed";
 function refresh() {
   refreshJobLife();
   refreshFlows();
@@ -196,7 +205,8 @@ function refresh() {
     fill($("completed"), completed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => at(r.completedAt), (r) => r.startedAt && r.completedAt ? (new Date(r.completedAt) - new Date(r.startedAt)) + " ms" : "", (r) => el("code", { text: r.resultPreview ?? "" })], "No completed jobs.");
     fill($("schedules"), schedules.schedules, SCHEDULE_COLUMNS, "No schedules.", (r) => ({ "data-schedule": r.name }));
     fill($("instances"), instances.instances, [(r) => r.id, (r) => r.hostname || "", (r) => r.pid ?? "", (r) => at(r.startedAt), heartbeat, (r) => (r.concurrency === null ? String(r.running) : r.running + " of " + r.concurrency), runningJobs], "No instance is registered.", (r) => ({ "data-instance": r.id }));
-    chart(throughput.minutes);
+    $("chart-max").textContent = "max " + chart($("chart"), throughput.minutes, THROUGHPUT_SERIES, describeThroughput) + "/min";
+    depthQueues(queues.queues);
     $("updated").textContent = "Updated " + new Date().toLocaleTimeString();
   }).catch((err) => say("Cannot load: " + err.message, true));
 }
@@ -320,6 +330,7 @@ document.addEventListener("keydown", (event) => {
 ${FLOWS_SCRIPT}
 ${SCHEDULES_SCRIPT}
 ${SEARCH_SCRIPT}
+${DEPTH_SCRIPT}
 // The tasks an instance runs change only with a deploy: read once.
 function schemaOf(r) {
   if (!r.payloadJsonSchema) return "none";
@@ -328,13 +339,25 @@ function schemaOf(r) {
 api("tasks")
   .then((body) => fill($("task-list"), body.tasks, [(r) => r.name, (r) => r.queue, (r) => (r.worker ? "worker thread" : "in-process"), (r) => r.cron || "", schemaOf], "No tasks on this instance.", (r) => ({ "data-task": r.name })))
   .catch((err) => say("Cannot load the tasks: " + err.message, true));
-// How long each task's jobs took, over the last hour: heavier than the counts, so every 30 s.
+// How long each task's jobs took, over the last hour or the last day: heavier than the counts,
+// so every 30 s, and at once when the window changes. A day's percentiles come from per-minute
+// buckets (within 10 %), marked "≈".
 const ms = (value) => (value === undefined ? "" : value < 1000 ? Math.round(value) + " ms" : (value / 1000).toFixed(1) + " s");
+const durationsWindow = () => Number(document.querySelector('input[name="durations-window"]:checked').value);
 function refreshDurations() {
-  return api("durations?minutes=60")
-    .then((body) => fill($("durations"), body.tasks, [(r) => r.task, (r) => r.completed, (r) => r.failed, (r) => (r.failureRate * 100).toFixed(1) + " %", (r) => ms(r.durationMs?.p50), (r) => ms(r.durationMs?.p95), (r) => ms(r.durationMs?.p99)], "No job ended in the last hour.", (r) => ({ "data-task": r.task })))
+  const minutes = durationsWindow();
+  return api("durations?minutes=" + minutes)
+    .then((body) => {
+      if (minutes !== durationsWindow()) return;
+      const about = body.percentiles === "buckets" ? "≈ " : "";
+      const pct = (value) => (value === undefined ? "" : about + ms(value));
+      const label = minutes > 60 ? "the last day" : "the last hour";
+      $("durations-window-label").textContent = label;
+      fill($("durations"), body.tasks, [(r) => r.task, (r) => r.completed, (r) => r.failed, (r) => (r.failureRate * 100).toFixed(1) + " %", (r) => pct(r.durationMs?.p50), (r) => pct(r.durationMs?.p95), (r) => pct(r.durationMs?.p99)], "No job ended in " + label + ".", (r) => ({ "data-task": r.task }));
+    })
     .catch((err) => say("Cannot load the durations: " + err.message, true));
 }
+for (const input of document.querySelectorAll('input[name="durations-window"]')) input.addEventListener("change", refreshDurations);
 // A viewer who may only look gets a page without actions (the API refuses them anyway).
 api("access")
   .then(({ readOnly }) => {
@@ -344,7 +367,8 @@ api("access")
   .catch((err) => say("Cannot load: " + err.message, true));
 refresh();
 refreshDurations();
-setInterval(() => { if (!document.hidden) refreshDurations(); }, 30000);
+// The per-minute figures change once a minute: read every 30 s at most.
+setInterval(() => { if (!document.hidden) { refreshDurations(); refreshDepth(); } }, 30000);
 // A tab in the background asks nothing: an operator's forgotten tabs do not load the database.
 setInterval(() => { if (!document.hidden) refresh(); }, 2000);
 document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
@@ -362,7 +386,7 @@ const STYLE = `
 body { font: 14px/1.4 system-ui, sans-serif; margin: 0 1.5rem 2rem; color: var(--fg); background: var(--bg); }
 dialog { color: var(--fg); background: var(--bg); }
 @media (max-width: 40rem) {
-  body { margin: 0 .6rem 1rem; } table { display: block; overflow-x: auto; } .axis, #chart { width: 100%; }
+  body { margin: 0 .6rem 1rem; } table { display: block; overflow-x: auto; } .axis, svg.minute-chart { width: 100%; }
   #search input, #search select { min-width: 0; width: 100%; } #search label { flex: 1 1 45%; }
 }
 h1 { font-size: 1.3rem; margin: 1rem 0 .25rem; } h2 { font-size: 1.05rem; margin: 1.5rem 0 .4rem; }
@@ -385,7 +409,7 @@ dialog th { width: 8rem; } table.attempts th { width: auto; } pre { margin: 0; w
 .state-snoozed { background: var(--snoozed-bg); color: var(--snoozed); }
 .state-suspended, .state-running { background: var(--waiting-bg); color: var(--waiting); } ol.steps { margin: 0; padding-left: 1.2rem; }
 .read-only [data-action], .read-only [data-queue-action], .read-only [data-flow-action], .read-only .bulk { display: none !important; }
-${FLOWS_STYLE}${SCHEDULES_STYLE}${SEARCH_STYLE}`;
+${FLOWS_STYLE}${SCHEDULES_STYLE}${SEARCH_STYLE}${DEPTH_STYLE}`;
 
 export const DASHBOARD_HTML = `<!doctype html>
 <html lang="en">
@@ -412,17 +436,21 @@ ${SEARCH_HTML}<div class="cards">
   <div class="card">Oldest due job waiting<b id="total-oldest">-</b></div>
 </div>
 <h2>Throughput, last 60 minutes <small><span class="legend-done">completed</span> / <span class="legend-failed">failed</span> per minute, <span id="chart-max"></span></small></h2>
-<svg id="chart" viewBox="0 0 600 120" width="600" height="120" role="img" aria-label="Jobs ended per minute"></svg>
+<svg id="chart" class="minute-chart" viewBox="0 0 600 120" width="600" height="120" role="img" aria-label="Jobs ended per minute"></svg>
 <div class="axis"><span>60 min ago</span><span>now</span></div>
 <h2>By task <small>(completed, failed and cancelled: last 60 minutes)</small></h2>
 <table><thead><tr><th>Task</th><th>Pending</th><th>Blocked</th><th>Due</th><th>Active</th><th>Completed</th><th>Failed</th><th>Cancelled</th><th>Snoozed</th><th>Oldest due</th><th></th></tr></thead><tbody id="tasks"></tbody></table>
-<h2>Durations by task <small>(jobs that ended in the last 60 minutes; from start to end of the completed ones)</small></h2>
+<h2 id="durations-title">Durations by task <small>(jobs that ended in <span id="durations-window-label">the last hour</span>; from start to end of the completed ones)</small></h2>
+<fieldset class="window-toggle" aria-describedby="durations-title"><legend>Window</legend>
+  <label><input type="radio" name="durations-window" value="60" checked> last hour</label>
+  <label><input type="radio" name="durations-window" value="1440"> last day</label>
+</fieldset>
 <table><thead><tr><th>Task</th><th>Completed</th><th>Failed</th><th>Failure rate</th><th>p50</th><th>p95</th><th>p99</th></tr></thead><tbody id="durations"></tbody></table>
 <h2>Tasks <small>(those this instance runs; the payload a producer sends, where its schema gives a JSON Schema)</small></h2>
 <table><thead><tr><th>Task</th><th>Queue</th><th>Runs</th><th>Cron</th><th>Payload</th></tr></thead><tbody id="task-list"></tbody></table>
 <h2>Queues <small>(limits as this instance has them configured)</small></h2>
 <table><thead><tr><th>Queue</th><th>State</th><th>Pending</th><th>Blocked</th><th>Due</th><th>Active</th><th>Limits</th><th></th></tr></thead><tbody id="queues"></tbody></table>
-${FLOWS_HTML}<h2>Failed</h2>
+${DEPTH_HTML}${FLOWS_HTML}<h2>Failed</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Attempts</th><th>Error</th><th>Failed at</th><th></th></tr></thead><tbody id="failed"></tbody></table>
 <h2>Pending</h2>
 <table><thead><tr><th>Job</th><th>Task</th><th>Due</th><th>Attempts</th><th>Last error</th><th></th></tr></thead><tbody id="pending"></tbody></table>

@@ -175,6 +175,11 @@ export function createAdminController(
       return this.admin.queues();
     }
 
+    @Get('api/queues/:name/depth')
+    queueDepth(@Param('name') name: string, @Query() query: Query) {
+      return this.admin.queueDepth(parseQueueName(name), parseMinutes(query));
+    }
+
     @Post('api/queues/:name/pause')
     @UseGuards(actions)
     @HttpCode(200)

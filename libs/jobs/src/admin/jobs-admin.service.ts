@@ -28,6 +28,9 @@ import type {
 } from './admin-input.js';
 import { errorPattern, filterValues } from '../job-queue/job-filter.sql.js';
 import { AdminFlows } from './admin-flows.js';
+import { AdminMinuteStats, DURATIONS_FROM_HISTORY_MAX_MINUTES } from './admin-minute-stats.js';
+import type { QueueDepthReport, TaskDurationsReport } from './admin-minute-stats.js';
+import { minuteStatsSql } from '../minute-stats/minute-stats.sql.js';
 import type { FlowInfo } from '../job-queue/flow-options.interface.js';
 import type { FlowProgress, ListedFlowInfo } from './flow-progress.js';
 import { adminSql } from './admin.sql.js';
@@ -313,6 +316,7 @@ export class JobsAdminService implements OnModuleInit {
   private tasks!: TaskRegistry;
   private sql!: AdminSql;
   private flows!: AdminFlows;
+  private minuteStats!: AdminMinuteStats;
 
   constructor(@Inject(ModuleRef) private readonly moduleRef: ModuleRef) {}
 
@@ -323,6 +327,9 @@ export class JobsAdminService implements OnModuleInit {
     this.tasks = findInApp(this.moduleRef, TaskRegistry, 'JobsAdminModule');
     this.sql = adminSql(this.db.schema);
     this.flows = new AdminFlows(this.db, this.sql, this.queue);
+    this.minuteStats = new AdminMinuteStats(minuteStatsSql(this.db.schema), (text, values) =>
+      this.read(text, values),
+    );
   }
 
   /**
@@ -510,9 +517,13 @@ export class JobsAdminService implements OnModuleInit {
 
   /**
    * Per task, over the jobs that ended in the last `minutes`: completed and failed counts, the
-   * failure rate, and the completed jobs' durations (p50, p95, p99).
+   * failure rate, and the completed jobs' durations (p50, p95, p99). Up to
+   * `DURATIONS_FROM_HISTORY_MAX_MINUTES` (60) from history, exact; a longer window from the
+   * per-minute rows, with history for the minutes not written yet, its percentiles from buckets
+   * (`percentiles: 'buckets'`, within 9.5 %).
    */
-  async durations(minutes: number): Promise<{ minutes: number; tasks: TaskDurations[] }> {
+  async durations(minutes: number): Promise<TaskDurationsReport> {
+    if (minutes > DURATIONS_FROM_HISTORY_MAX_MINUTES) return this.minuteStats.durations(minutes);
     const rows = await this.read<{
       task: string;
       completed: number;
@@ -530,7 +541,15 @@ export class JobsAdminService implements OnModuleInit {
         p99: durationsMs[2],
       },
     }));
-    return { minutes, tasks };
+    return { minutes, percentiles: 'exact', tasks };
+  }
+
+  /**
+   * Queue `queue`'s depth (pending, blocked, due, active) at the end of each minute of the last
+   * `minutes` that an instance wrote (see `MinuteStatsRecorder`), oldest first.
+   */
+  queueDepth(queue: string, minutes: number): Promise<QueueDepthReport> {
+    return this.minuteStats.depth(queue, minutes);
   }
 
   async throughput(

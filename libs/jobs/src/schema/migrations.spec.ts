@@ -38,6 +38,7 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       15: '92ee580842d3',
       16: '76584f1d59e8',
       17: 'eedbb74e7249',
+      18: '8308b92ac1d0',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [

@@ -642,6 +642,61 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE ${s}.instances ADD COLUMN concurrency integer;
     `,
   },
+  {
+    version: 18,
+    name: "per-minute figures: each task's endings and durations, each queue's depth",
+    sql: ({ quoted: s }) => `
+      -- New tables only, small (a row per minute, per task or queue, for a day): no write waits on
+      -- them, and the hot path never touches them. Written once a minute by one instance
+      -- (minute-stats/), read by the admin API where history would be read whole.
+      --
+      -- A minute that was written: its primary key is what makes a minute written at most once
+      -- (every figure of it is inserted by the statement that inserts this row, or not at all).
+      CREATE TABLE ${s}."jobMinute" (
+        minute timestamptz PRIMARY KEY,
+        "writtenBy" text,
+        "writtenAt" timestamptz NOT NULL DEFAULT now()
+      );
+      -- A task's jobs whose last attempt ended in the minute: how many completed and failed, and
+      -- the completed ones' durations as a histogram of fixed log-spaced buckets (bucket numbers
+      -- and their counts, the empty buckets left out), so that percentiles over any window are
+      -- read from summed buckets (minute-stats/duration-buckets.ts).
+      CREATE TABLE ${s}."jobTaskMinute" (
+        minute timestamptz NOT NULL REFERENCES ${s}."jobMinute" ON DELETE CASCADE,
+        task text NOT NULL,
+        completed integer NOT NULL,
+        failed integer NOT NULL,
+        buckets smallint[] NOT NULL,
+        counts integer[] NOT NULL,
+        PRIMARY KEY (minute, task)
+      );
+      -- The same per hour, summed from the hour's minutes once it closed (by the first minute
+      -- written after it): a day's figures read 24 rows a task, not 1,440 (each with its buckets).
+      -- An hour without one (no minute written after it, soon enough) is read from its minutes.
+      CREATE TABLE ${s}."jobTaskHour" (
+        hour timestamptz NOT NULL,
+        task text NOT NULL,
+        completed integer NOT NULL,
+        failed integer NOT NULL,
+        buckets smallint[] NOT NULL,
+        counts integer[] NOT NULL,
+        PRIMARY KEY (hour, task)
+      );
+      -- A queue's depth, sampled once at the end of the minute.
+      CREATE TABLE ${s}."jobQueueMinute" (
+        minute timestamptz NOT NULL REFERENCES ${s}."jobMinute" ON DELETE CASCADE,
+        queue text NOT NULL,
+        pending integer NOT NULL,
+        blocked integer NOT NULL,
+        due integer NOT NULL,
+        active integer NOT NULL,
+        PRIMARY KEY (minute, queue)
+      );
+      -- The lease of the minute's writer: its "lastCheckedAt" is the latest minute an instance
+      -- took to write, so that one instance a minute samples the queue.
+      INSERT INTO ${s}."jobLock" (key) VALUES ('minuteStats') ON CONFLICT DO NOTHING;
+    `,
+  },
 ];
 
 /** The schema version this build of the library expects. */
