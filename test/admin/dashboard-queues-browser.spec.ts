@@ -42,6 +42,14 @@ it('shows each queue with its counts, limits and depth chart, and pauses and res
     .waitFor({ timeout: UI_TIMEOUT });
   await expect(row.textContent()).resolves.toContain('running');
 
+  // The queue's name finds its jobs in place, the search in the address to share.
+  await row.locator('a.find-link', { hasText: /^imports$/ }).click();
+  const found = page.locator('#search-results tr[data-job-id]');
+  await found.first().waitFor({ timeout: UI_TIMEOUT });
+  expect(new URL(page.url()).searchParams.get('queue')).toBe('imports');
+  await expect(page.locator('#search-queue').inputValue()).resolves.toBe('imports');
+  for (const text of await found.allTextContents()) expect(text).toContain('importRows');
+
   // The queue's depth chart, from the minutes written: five jobs wait in the paused queue.
   await dashboard.server.queue.pauseQueue('imports');
   await dashboard.server.queue.addJobs(Array.from({ length: 5 }, () => ({ task: 'importRows' })));

@@ -7,7 +7,8 @@ import { LISTED_STATES } from './admin-input.js';
  * confirmation that states the count. The search is in the page's address, so a link to it can be
  * shared. Its script runs inside the page's one script (`dashboard.page.ts`) and uses its helpers
  * (`api`, `el`, `fill`, `say`, `badge`, `at`, `refresh`, `RETRYABLE_STATES`, `CANCELLABLE_STATES`,
- * `DELETABLE_STATES`); every value is inserted as text.
+ * `DELETABLE_STATES`); every value is inserted as text. The page's other tables link a task's or a
+ * queue's name and counts to their jobs here (`findLink`).
  */
 export const SEARCH_SCRIPT = String.raw`
 const SEARCH_FIELDS = ["state", "task", "queue", "groupKey", "uniqueKey", "error", "id", "flow", "after", "before"];
@@ -109,6 +110,17 @@ searchForm.addEventListener("submit", (event) => {
   const params = searchParams();
   history.replaceState(null, "", location.pathname + (params.size ? "?" + params : ""));
   search(params);
+});
+// A task's or a queue's name and counts elsewhere on the page link to their jobs here (findLink):
+// followed in place, the search in the address as a submitted one's.
+document.addEventListener("click", (event) => {
+  const link = event.target.closest("a.find-link");
+  if (!link) return;
+  event.preventDefault();
+  fillSearchForm(new URL(link.href).searchParams);
+  const params = searchParams();
+  history.replaceState(null, "", location.pathname + "?" + params);
+  search(params).then(() => $("find").scrollIntoView());
 });
 $("search-clear").addEventListener("click", () => {
   searchForm.reset();

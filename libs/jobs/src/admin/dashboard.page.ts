@@ -60,6 +60,8 @@ function el(tag, attrs, children) {
   for (const child of children || []) node.append(child);
   return node;
 }
+// A link to the jobs a search finds (its fields, as the Find form takes them), followed in place.
+const findLink = (text, search) => el("a", { class: "find-link", href: "?" + new URLSearchParams(search), title: "Find these jobs", text: String(text) });
 const when = (value) => (value ? new Date(value).toLocaleString() : "");
 // A time in the viewer's zone, and in UTC on hover.
 function at(value) {
@@ -194,8 +196,8 @@ function refresh() {
     const t = stats.totals;
     for (const key of ["pending", "blocked", "due", "snoozed", "active", "completed", "failed", "cancelled"]) $("total-" + key).textContent = String(t[key]);
     $("total-oldest").textContent = secs(t.oldestPendingAgeSeconds);
-    fill($("tasks"), stats.tasks, [(r) => r.task, (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, (r) => r.completed, (r) => r.failed, (r) => r.cancelled, (r) => r.snoozed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
-    fill($("queues"), queues.queues, [(r) => r.name, (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => r.active, limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name }));
+    fill($("tasks"), stats.tasks, [(r) => findLink(r.task, { task: r.task }), (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => findLink(r.active, { task: r.task, state: "active" }), (r) => r.completed, (r) => r.failed, (r) => r.cancelled, (r) => r.snoozed, (r) => secs(r.oldestPendingAgeSeconds), (r) => el("button", { type: "button", "data-action": "retry-failed", text: "Retry all failed", onclick: () => retryFailed(r.task) })], "No jobs yet.");
+    fill($("queues"), queues.queues, [(r) => findLink(r.name, { queue: r.name }), (r) => (r.paused ? "paused" : "running"), (r) => r.pending, (r) => r.blocked, (r) => r.due, (r) => findLink(r.active, { queue: r.name, state: "active" }), limits, queueButton], "No queues.", (r) => ({ "data-queue": r.name }));
     fill($("failed"), failed.jobs, [(r) => r.id, (r) => r.task, (r) => r.attempt, (r) => el("span", { class: "error-text", text: r.lastErrorPreview || "" }), (r) => at(r.completedAt), (r) => button("Retry", "retry", r.id)], "No failed jobs.");
     // Run now is offered while a job waits for its time: drawn again once a job's time has come.
     dependsOn($("pending"), pending.jobs.filter(waitsForItsTime).length);
@@ -353,7 +355,7 @@ function refreshDurations() {
       const pct = (value) => (value === undefined ? "" : about + ms(value));
       const label = minutes > 60 ? "the last day" : "the last hour";
       $("durations-window-label").textContent = label;
-      fill($("durations"), body.tasks, [(r) => r.task, (r) => r.completed, (r) => r.failed, (r) => (r.failureRate * 100).toFixed(1) + " %", (r) => pct(r.durationMs?.p50), (r) => pct(r.durationMs?.p95), (r) => pct(r.durationMs?.p99)], "No job ended in " + label + ".", (r) => ({ "data-task": r.task }));
+      fill($("durations"), body.tasks, [(r) => findLink(r.task, { task: r.task }), (r) => r.completed, (r) => r.failed, (r) => (r.failureRate * 100).toFixed(1) + " %", (r) => pct(r.durationMs?.p50), (r) => pct(r.durationMs?.p95), (r) => pct(r.durationMs?.p99)], "No job ended in " + label + ".", (r) => ({ "data-task": r.task }));
     })
     .catch((err) => say("Cannot load the durations: " + err.message, true));
 }
