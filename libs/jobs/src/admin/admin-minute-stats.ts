@@ -59,6 +59,25 @@ export interface QueueDepthReport {
 
 const QUANTILES = [0.5, 0.95, 0.99];
 
+/**
+ * A task's line of `GET durations` from its counts and its completed jobs' p50, p95 and p99 (in
+ * that order; `null` when none completed), exact or from buckets alike.
+ */
+export function taskDurations(
+  task: string,
+  completed: number,
+  failed: number,
+  quantiles: readonly number[] | null,
+): TaskDurations {
+  return {
+    task,
+    completed,
+    failed,
+    failureRate: failed / (completed + failed),
+    durationMs: quantiles && { p50: quantiles[0], p95: quantiles[1], p99: quantiles[2] },
+  };
+}
+
 /** `JobsAdminService`'s reads of the per-minute figures (migration 18, `minute-stats/`). */
 export class AdminMinuteStats {
   constructor(
@@ -87,20 +106,9 @@ export class AdminMinuteStats {
     }
     const tasks = [...byTask]
       .filter(([, { completed, failed }]) => completed + failed > 0)
-      .map(([task, { completed, failed, buckets }]) => {
-        const percentiles = percentilesFromBuckets(buckets, QUANTILES);
-        return {
-          task,
-          completed,
-          failed,
-          failureRate: failed / (completed + failed),
-          durationMs: percentiles && {
-            p50: percentiles[0],
-            p95: percentiles[1],
-            p99: percentiles[2],
-          },
-        };
-      });
+      .map(([task, { completed, failed, buckets }]) =>
+        taskDurations(task, completed, failed, percentilesFromBuckets(buckets, QUANTILES)),
+      );
     return { minutes, percentiles: 'buckets', tasks };
   }
 

@@ -28,7 +28,11 @@ import type {
 } from './admin-input.js';
 import { errorPattern, filterValues } from '../job-queue/job-filter.sql.js';
 import { AdminFlows } from './admin-flows.js';
-import { AdminMinuteStats, DURATIONS_FROM_HISTORY_MAX_MINUTES } from './admin-minute-stats.js';
+import {
+  AdminMinuteStats,
+  DURATIONS_FROM_HISTORY_MAX_MINUTES,
+  taskDurations,
+} from './admin-minute-stats.js';
 import type { QueueDepthReport, TaskDurationsReport } from './admin-minute-stats.js';
 import { minuteStatsSql } from '../minute-stats/minute-stats.sql.js';
 import type { FlowInfo } from '../job-queue/flow-options.interface.js';
@@ -530,17 +534,9 @@ export class JobsAdminService implements OnModuleInit {
       failed: number;
       durationsMs: number[] | null;
     }>(this.sql.durations, [minutes]);
-    const tasks = rows.map(({ task, completed, failed, durationsMs }) => ({
-      task,
-      completed,
-      failed,
-      failureRate: failed / (completed + failed),
-      durationMs: durationsMs && {
-        p50: durationsMs[0],
-        p95: durationsMs[1],
-        p99: durationsMs[2],
-      },
-    }));
+    const tasks = rows.map(({ task, completed, failed, durationsMs }) =>
+      taskDurations(task, completed, failed, durationsMs),
+    );
     return { minutes, percentiles: 'exact', tasks };
   }
 

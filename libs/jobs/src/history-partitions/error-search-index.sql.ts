@@ -1,7 +1,7 @@
 import type { SchemaName } from '../database/schema-name.js';
 
 /** The partitioned index of history's errors. */
-export const ERROR_SEARCH_INDEX = 'job_history_error_trgm';
+const ERROR_SEARCH_INDEX = 'job_history_error_trgm';
 
 /**
  * The statements that make the error search index: a trigram index of history's last errors, which
