@@ -11,6 +11,9 @@ const ERROR_SEARCH_INDEX = 'job_history_error_trgm';
 export function errorSearchIndexSql(schema: SchemaName) {
   const s = schema.quoted;
   return {
+    /** Whether the index is made (valid or not: its parts are `completeIndexes`' to build). */
+    made: `SELECT to_regclass('${s}.${ERROR_SEARCH_INDEX}') IS NOT NULL AS made`,
+
     /** The schema pg_trgm is installed in, quoted; no row when it is not installed. */
     trigramSchema: `
       SELECT quote_ident(n.nspname) AS schema

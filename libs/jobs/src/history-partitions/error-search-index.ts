@@ -25,8 +25,8 @@ export interface UpkeepSteps {
  * This makes the index on the parent alone (`ON ONLY`, nothing built); the same round's
  * `completeIndexes` builds and attaches each partition's part, as it does for the indexes
  * migrations make that way, and partitions attached later get theirs from the attach itself. Run
- * by the instance holding the partitions' lease, each round: once made, a round costs a catalog
- * query and a statement that finds the index there.
+ * by the instance holding the partitions' lease, each round: once made, a round costs one catalog
+ * query, and takes no lock.
  */
 export class ErrorSearchIndex {
   private readonly sql: ReturnType<typeof errorSearchIndexSql>;
@@ -41,6 +41,10 @@ export class ErrorSearchIndex {
 
   async make(upkeep: UpkeepSteps): Promise<void> {
     if (this.unavailable) return;
+    // Asked first: CREATE INDEX IF NOT EXISTS takes its SHARE lock on history, which waits for the
+    // fleet's writes in flight and holds the next ones, before it finds the index there.
+    const [{ made }] = await this.db.query<{ made: boolean }>(this.sql.made);
+    if (made) return;
     const trigramSchema = await upkeep.step('finding pg_trgm for the error search index', () =>
       this.trigramSchema(),
     );
