@@ -17,10 +17,15 @@ import { PlanningRound } from './planning-round.js';
 import { ScheduleWriter } from './schedule-writer.js';
 import type { CronSql, ScheduleRow } from './cron-planner.sql.js';
 import { expandSlots } from '../cron-schedule/slot-expansion.js';
+import type { SlotSource } from '../cron-schedule/slot-expansion.js';
 
 /** `nextRuns()` answers at most this many slots, found within this far ahead. */
 const MAX_NEXT_RUNS = 1000;
 const NEXT_RUNS_HORIZON_MS = 10 * 366 * 86_400_000;
+
+/** The next `count` slots of `schedule` after `now`, within `NEXT_RUNS_HORIZON_MS` (`nextRuns`). */
+const slotsAhead = (schedule: SlotSource, now: Date, count: number) =>
+  expandSlots(schedule, now, new Date(now.getTime() + NEXT_RUNS_HORIZON_MS), count);
 
 /**
  * Expands the stored cron schedules into future jobs, once across all instances.
@@ -184,8 +189,7 @@ export class CronPlannerService {
       name,
     ]);
     if (!schedule) throw new UnknownScheduleError(name);
-    const until = new Date(schedule.now.getTime() + NEXT_RUNS_HORIZON_MS);
-    return expandSlots(schedule, schedule.now, until, count);
+    return slotsAhead(schedule, schedule.now, count);
   }
 
   /**
@@ -201,9 +205,7 @@ export class CronPlannerService {
       .filter((row) => row.name !== null)
       .map(({ now, version: _version, ...info }) => ({
         ...info,
-        nextRuns: info.paused
-          ? []
-          : expandSlots(info, now, new Date(now.getTime() + NEXT_RUNS_HORIZON_MS), count),
+        nextRuns: info.paused ? [] : slotsAhead(info, now, count),
       }));
   }
 
