@@ -6,6 +6,7 @@ import { JobsError } from 'nestjs-pg-jobs';
 import type { JobsModuleOptions } from 'nestjs-pg-jobs';
 import { JobsHealthIndicator } from 'nestjs-pg-jobs/health';
 import { healthSql } from '../../libs/jobs/src/health/health.sql.js';
+import { JobsDatabase } from '../../libs/jobs/src/database/jobs-database.js';
 import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
 import { WorkerPool } from '../../libs/jobs/src/worker-pool/worker-pool.js';
 import { startHttpJobsApp } from '../support/http-app.js';
@@ -92,6 +93,11 @@ describe('GET /health', () => {
     await server.connect();
     const allowConnections = (allow: boolean) =>
       server.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS ${allow}`);
+    // The database stays up for the sessions the app's pool holds: a few opened now, so that
+    // neither the check's probe nor the app's own background statements (an upkeep tick, the
+    // per-minute writer) need a new one, which the closed door refuses, while the test runs.
+    const database = app.app.get(JobsDatabase);
+    await Promise.all(Array.from({ length: 4 }, () => database.query('SELECT pg_sleep(0.05)')));
     await allowConnections(false);
     try {
       await db.query(
