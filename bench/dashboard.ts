@@ -74,13 +74,24 @@ async function fill(client: pg.Client, upkeep: () => Promise<unknown>): Promise<
                                ELSE 'completed' END AS state) AS s`,
     [HISTORY_ROWS],
   );
+  // One queued job in a hundred waits for its retry: queued again, its failed attempt in history.
   await client.query(
-    `INSERT INTO jobs.jobs (id, task, "maxRetries", "waitUntil", queue, "groupKey")
-     SELECT gen_random_uuid(), 'task' || (i % 20), 0, now() + make_interval(secs => i),
+    `INSERT INTO jobs.jobs (id, task, retries, "maxRetries", "waitUntil", queue, "groupKey", "queuedAgain")
+     SELECT gen_random_uuid(), 'task' || (i % 20), CASE WHEN i % 100 = 0 THEN 1 ELSE 0 END, 3,
+            now() + make_interval(secs => i),
             CASE WHEN i % 20 < 5 THEN 'emails' ELSE 'default' END,
-            CASE WHEN i % 3 <> 0 THEN 'tenant' || (i % 101) END
+            CASE WHEN i % 3 <> 0 THEN 'tenant' || (i % 101) END, i % 100 = 0
      FROM generate_series(1, $1) AS i`,
     [QUEUED_JOBS],
+  );
+  await client.query(
+    `INSERT INTO jobs."jobHistory" (id, task, state, payload, attempt, "maxRetries", "lastErrorMessage",
+                                    "executedBy", "createdAt", "startedAt", "completedAt", queue, "groupKey")
+     SELECT id, task, 'failed', '{"to": "someone@example.com"}', 1, 3,
+            'connect ECONNREFUSED 10.0.0.' || (seq % 256) || ':5432', 'bench',
+            now() - interval '1 minute', now() - interval '1 minute', now() - interval '59 seconds',
+            queue, "groupKey"
+     FROM jobs.jobs WHERE "queuedAgain"`,
   );
   // The upkeep's round: with errorSearchIndex, it builds the trigram index of the errors.
   await upkeep();
@@ -89,7 +100,7 @@ async function fill(client: pg.Client, upkeep: () => Promise<unknown>): Promise<
   await client.query(`VACUUM ANALYZE jobs."jobHistory"`);
   await client.query(`VACUUM ANALYZE jobs.jobs`);
   console.log(
-    `Filled ${HISTORY_ROWS} history rows and ${QUEUED_JOBS} queued jobs in ${Math.round(performance.now() - started)} ms.`,
+    `Filled ${HISTORY_ROWS} history rows and ${QUEUED_JOBS} queued jobs (${QUEUED_JOBS / 100} waiting for a retry) in ${Math.round(performance.now() - started)} ms.`,
   );
 }
 
@@ -256,9 +267,12 @@ try {
     const base = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}/jobs-admin`;
     const pick = async (text: string) => (await client.query<{ id: string }>(text)).rows;
     const [done] = await pick(`SELECT id FROM jobs."jobHistory" WHERE state = 'completed' LIMIT 1`);
-    // The changing routes each get jobs of their own: a retried or cancelled job cannot be again.
+    // The changing routes each get jobs of their own: a retried or cancelled job cannot be again
+    // (nor can a failed job whose retry is pending).
     const failed = await pick(
-      `SELECT id FROM jobs."jobHistory" WHERE state = 'failed' ORDER BY "completedAt" DESC LIMIT ${CALLS + WARM_UP}`,
+      `SELECT id FROM jobs."jobHistory" h WHERE state = 'failed'
+         AND NOT EXISTS (SELECT 1 FROM jobs.jobs q WHERE q.id = h.id)
+       ORDER BY "completedAt" DESC LIMIT ${CALLS + WARM_UP}`,
     );
     const queued = await pick(`SELECT id FROM jobs.jobs LIMIT ${CALLS + WARM_UP}`);
     const action = { method: 'POST', headers: { 'x-jobs-admin': '1' } };

@@ -31,12 +31,14 @@ beforeAll(async () => {
   } finally {
     await database.close();
   }
-  // A day of history of a busy fleet: mostly completed, some failed and cancelled, a few running;
-  // and a queue of a thousand jobs.
+  // A day of history of a busy fleet: mostly completed, some failed (every one with the same
+  // error) and cancelled, a few running; and a queue of a thousand jobs just added.
   await db.query(
-    `INSERT INTO jobs."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt", "startedAt", "completedAt")
+    `INSERT INTO jobs."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt", "startedAt", "completedAt",
+                                    "lastErrorMessage")
      SELECT gen_random_uuid(), 'task' || (i % 20), s.state, 1, 0, t.at, t.at,
-            CASE WHEN s.state = 'active' THEN NULL ELSE t.at END
+            CASE WHEN s.state = 'active' THEN NULL ELSE t.at END,
+            CASE WHEN s.state = 'failed' THEN 'connect ECONNREFUSED 10.0.0.' || (i % 256) END
      FROM generate_series(1, $1) AS i,
           LATERAL (SELECT now() - make_interval(secs => (i * 86400.0 / $1)) AS at) AS t,
           LATERAL (SELECT CASE WHEN i % 5000 = 0 THEN 'active' WHEN i % 50 = 1 THEN 'failed'
@@ -44,9 +46,21 @@ beforeAll(async () => {
     [HISTORY_ROWS],
   );
   await db.query(
-    `INSERT INTO jobs.jobs (id, task, "maxRetries", "waitUntil")
-     SELECT gen_random_uuid(), 'task' || (i % 20), 0, now() + make_interval(secs => i)
+    `INSERT INTO jobs.jobs (id, task, "maxRetries", "waitUntil", "queuedAgain")
+     SELECT gen_random_uuid(), 'task' || (i % 20), 0, now() + make_interval(secs => i), false
      FROM generate_series(1, 1000) AS i`,
+  );
+  // Ten jobs waiting for their retry: queued again, their failed attempt in history.
+  await db.query(
+    `WITH failed AS (
+       INSERT INTO jobs."jobHistory" (id, task, state, attempt, "maxRetries", "createdAt", "startedAt",
+                                      "completedAt", "lastErrorMessage")
+       SELECT gen_random_uuid(), 'task1', 'failed', 1, 3, now(), now(), now(), 'connect ECONNREFUSED 10.0.0.9'
+       FROM generate_series(1, 10)
+       RETURNING id
+     )
+     INSERT INTO jobs.jobs (id, task, retries, "maxRetries", "waitUntil", "queuedAgain")
+     SELECT id, 'task1', 1, 3, now() + interval '1 minute', true FROM failed`,
   );
   // A job of ten in history was added with a unique key, and a job of ten in the queue holds one.
   await db.query(
@@ -246,8 +260,8 @@ it('walks a state to its page even when the queue holds more jobs than the state
   // 4,000 failed rows and, now, 11,000 queued jobs: an anti-join of history against the queue
   // would expect every failed row to be queued again, and read and sort the whole state.
   await db.query(
-    `INSERT INTO jobs.jobs (id, task, "maxRetries", "waitUntil")
-     SELECT gen_random_uuid(), 'task' || (i % 20), 0, now() + make_interval(secs => i)
+    `INSERT INTO jobs.jobs (id, task, "maxRetries", "waitUntil", "queuedAgain")
+     SELECT gen_random_uuid(), 'task' || (i % 20), 0, now() + make_interval(secs => i), false
      FROM generate_series(1, 10000) AS i`,
   );
   await db.query('ANALYZE jobs.jobs');
@@ -285,4 +299,33 @@ it('finds queued jobs by unique key through the queue’s key and primary key, n
     ).toEqual([]);
     expect(all.filter((node) => node['Index Name'] === 'jobs_unique_key')).not.toEqual([]);
   }
+});
+
+it("finds queued jobs by error text through the jobs queued again, never matching history's failures against the queue", async () => {
+  // 4,000 failed rows have the error, and ten jobs waiting for their retry: those ten are what
+  // the queue's side of a search looks up in history, one primary-key probe each.
+  const byError = search({ errorPattern: '%econnrefused%' });
+  for (const [text, values] of [
+    [sql.listPending, [...byError, 'pending', ...PAGE, null, null, null]],
+    [sql.listAll, [...byError, ...PAGE, ...NO_CURSOR]],
+    [sql.countPending, [...byError, 'pending', 10_001]],
+    [sql.countAll, [...byError, 10_001]],
+  ] as const) {
+    const all = await executedPlanNodes(db, text, [...values]);
+    const queueSide = all.filter((node) => node['Index Name'] === 'jobs_queued_again');
+    expect(queueSide).toEqual([expect.objectContaining({ 'Actual Rows': 10 })]);
+    // Every state's search also reads history's side, its failures included.
+    if (text === sql.listAll || text === sql.countAll) continue;
+    // Each read of history (the search's, the page's join) probes those ten alone.
+    const historyReads = all
+      .filter((node) => node['Relation Name']?.startsWith('jobHistory'))
+      .map(
+        (node) =>
+          (node['Actual Rows']! + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops']!,
+      );
+    expect(historyReads.filter((rows) => rows > 10)).toEqual([]);
+  }
+  expect((await db.query(sql.countPending, [...byError, 'pending', 10_001]))[0]).toEqual({
+    count: 10,
+  });
 });

@@ -74,9 +74,9 @@ export function cronSql({ quoted: s }: SchemaName) {
         RETURNING "jobId"
       ), inserted AS (
         INSERT INTO ${s}.jobs (id, task, payload, "waitUntil", "startBy", "maxRetries", "isScheduled",
-                               "overlapSchedule", "createdBy", queue)
+                               "overlapSchedule", "createdBy", queue, "queuedAgain")
         SELECT i."jobId", l.task, l.payload, i.slot, i.slot + make_interval(secs => l."missedSlotGrace"),
-               i."maxRetries", true, CASE WHEN l.overlap = 'skip' THEN l.name END, $6, i.queue
+               i."maxRetries", true, CASE WHEN l.overlap = 'skip' THEN l.name END, $6, i.queue, false
         FROM input i JOIN slots USING ("jobId") JOIN live l ON l.name = i.schedule
         ORDER BY i.slot
         RETURNING id, "waitUntil"
@@ -182,9 +182,9 @@ export function cronSql({ quoted: s }: SchemaName) {
         RETURNING "jobId"
       ), job AS (
         INSERT INTO ${s}.jobs (id, task, payload, "waitUntil", "startBy", "maxRetries", "isScheduled",
-                               "overlapSchedule", "createdBy", queue)
+                               "overlapSchedule", "createdBy", queue, "queuedAgain")
         SELECT slot."jobId", sc.task, sc.payload, now(), now() + make_interval(secs => sc."missedSlotGrace"),
-               $3, true, CASE WHEN sc.overlap = 'skip' THEN sc.name END, $4, $7
+               $3, true, CASE WHEN sc.overlap = 'skip' THEN sc.name END, $4, $7, false
         FROM sc, slot
         RETURNING id
       ), woken AS (

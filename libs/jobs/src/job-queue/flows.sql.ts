@@ -48,11 +48,11 @@ export function flowsSql({ quoted: s }: SchemaName) {
       ), inserted AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", "maxRetries", "isScheduled",
                                awaited, "createdBy", "traceContext", queue, "groupKey", "inFlow",
-                               "blockedBy", "blockedWaitUntil")
+                               "blockedBy", "blockedWaitUntil", "queuedAgain")
         SELECT id, task, payload, priority,
                CASE WHEN "blockedBy" > 0 THEN 'infinity' ELSE coalesce("waitUntil", now()) END,
                "maxRetries", "isScheduled", false, $3, $19::jsonb, queue, "groupKey", true,
-               NULLIF("blockedBy", 0), CASE WHEN "blockedBy" > 0 THEN "waitUntil" END
+               NULLIF("blockedBy", 0), CASE WHEN "blockedBy" > 0 THEN "waitUntil" END, false
         FROM input ORDER BY position
         RETURNING "waitUntil"
       ), woken AS (

@@ -38,7 +38,8 @@ export function filterValues(filter: FilterValues): unknown[] {
  * on a row of `table` aliased `alias`, the filter's values at `$first` to `$first + 6`.
  *
  * A job's last error is in its history row: a queued job's is its previous attempt's, looked up by
- * primary key. So is its unique key once it has run: the queue keeps a key only until the job's
+ * primary key, for the jobs queued again alone (`"queuedAgain"`, jobs_queued_again: a job just
+ * added has no history). So is its unique key once it has run: the queue keeps a key only until the job's
  * first claim (it frees itself then), history keeps it from that claim on; a job queued again (a
  * retry, a snooze) is found through its history row, by job_history_unique_key then the queue's
  * primary key, and one never claimed by jobs_unique_key. Statements run unprepared (custom plans), so a `$n IS NULL` of an absent field folds
@@ -57,7 +58,7 @@ export function filterSql(
   const errorMatches =
     table === 'jobHistory'
       ? `${alias}."lastErrorMessage" ILIKE ${error}`
-      : `EXISTS (SELECT 1 FROM ${schema}."jobHistory" e
+      : `${alias}."queuedAgain" AND EXISTS (SELECT 1 FROM ${schema}."jobHistory" e
                  WHERE e.id = ${alias}.id AND e."lastErrorMessage" ILIKE ${error})`;
   const keyMatches =
     table === 'jobHistory'

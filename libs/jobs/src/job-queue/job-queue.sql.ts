@@ -130,10 +130,11 @@ export function queueSql({ quoted: s }: SchemaName) {
         }
       ), inserted AS (
         INSERT INTO ${s}.jobs (id, task, payload, priority, "waitUntil", "maxRetries", "isScheduled",
-                               "uniqueKey", awaited, "createdBy", "traceContext", queue, "groupKey")
+                               "uniqueKey", awaited, "createdBy", "traceContext", queue, "groupKey",
+                               "queuedAgain")
         SELECT id, ${shared('task', 2)}, payload, ${shared('priority', 4)}, coalesce("waitUntil", now()),
                ${shared('"maxRetries"', 6)}, ${shared('"isScheduled"', 7)}, "uniqueKey",
-               ${shared('awaited', 9)}, $10, $14::jsonb, ${shared('queue', 15)}, "groupKey"
+               ${shared('awaited', 9)}, $10, $14::jsonb, ${shared('queue', 15)}, "groupKey", false
         FROM input ORDER BY position
         ${onKeyConflict}
         RETURNING id, "waitUntil", "uniqueKey"

@@ -39,6 +39,8 @@ describe('MIGRATIONS (the rules written at the top of migrations.ts)', () => {
       16: '76584f1d59e8',
       17: 'eedbb74e7249',
       18: '8308b92ac1d0',
+      19: '9adf49b30a07',
+      20: '42888e551e3b',
     };
     const fingerprints = Object.fromEntries(
       MIGRATIONS.map((m) => [

@@ -697,6 +697,37 @@ export const MIGRATIONS: readonly Migration[] = [
       INSERT INTO ${s}."jobLock" (key) VALUES ('minuteStats') ON CONFLICT DO NOTHING;
     `,
   },
+  {
+    version: 19,
+    name: 'queued jobs say whether they may have run before',
+    sql: ({ quoted: s }) => `
+      -- A catalog change only (a constant default is not written into the rows).
+      --
+      -- A queued job has a history row only when it was queued again: after a failed, snoozed or
+      -- interrupted attempt, or by a retry of a job that ended. That row holds its last error, so
+      -- a search of the queue by error text need only look up these jobs, not match the queue
+      -- against every failed attempt in history (test/admin/admin-plans.spec.ts). The statements
+      -- that add a job (addJob, addFlow, cron) write false; every other writer of the queue queues
+      -- a job again, and gets the default: true, also for an instance of an earlier version, which
+      -- does not know the column. A job wrongly true costs the search one primary-key look-up.
+      ALTER TABLE ${s}.jobs ADD COLUMN "queuedAgain" boolean NOT NULL DEFAULT true;
+    `,
+  },
+  {
+    version: 20,
+    name: 'index the jobs queued again',
+    transactional: false,
+    statements: ({ quoted: s }) => [
+      {
+        // The search of the queue by error text starts from these, a few of the queue as a rule.
+        // No write of a job added pays for it: a row that is not in a partial index's predicate
+        // adds no entry.
+        index: 'jobs_queued_again',
+        sql: `CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_queued_again ON ${s}.jobs (id)
+              WHERE "queuedAgain"`,
+      },
+    ],
+  },
 ];
 
 /** The schema version this build of the library expects. */

@@ -63,6 +63,11 @@ export class JobEntity {
   @column('blockedWaitUntil', 'timestamptz', true) blockedWaitUntil!: Date | null;
   /** What a suspended job waits for (`JobInfo.waitingFor`, as stored); `null` otherwise. */
   @column('waitingFor', 'jsonb', true) waitingFor!: unknown;
+  /**
+   * `false` for a job as it was added; `true` for one queued again after an attempt or by a retry
+   * (its history row holds its last error), and for a row written without the column.
+   */
+  @column('queuedAgain', 'boolean') queuedAgain!: boolean;
 }
 
 /**
