@@ -21,8 +21,8 @@ afterAll(() => app?.remove());
 
 it('runs in-process and worker-thread jobs from the compiled package, with no TypeScript loader', async () => {
   const { stdout, stderr, code } = await app.node('main.mjs', [], { DATABASE_URL: db.url });
-  expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
-  expect(stdout.trim()).toBe('ok');
+  // One assertion, so that a failure shows all three (a hang: what kept the process alive).
+  expect({ code, stderr, stdout: stdout.trim() }).toEqual({ code: 0, stderr: '', stdout: 'ok' });
   const rows = await db.query(`SELECT task, state FROM jobs."jobHistory" ORDER BY task`);
   expect(rows).toEqual([
     { task: 'compiled.double', state: 'completed' },
