@@ -249,6 +249,26 @@ describe('GET api/jobs finds a job by its unique key, exactly', () => {
     expect(await idsOf('uniqueKey=refund%3A9')).toEqual([id]);
   });
 
+  it('finds a job waiting for its retry by the error of its attempt before, as pending, once', async () => {
+    const { id } = await server.queue.addJob({
+      task: 'flaky',
+      payload: { failUntilAttempt: 1, message: 'gateway timeout 504 (first try)' },
+      // The retry waits out the default backoff (a minute): pending while the test looks.
+      maxRetries: 1,
+    });
+    await waitFor('the first attempt to fail', async () => {
+      return (await db.historyOf(id))?.state === 'failed';
+    });
+    expect(await idsOf('state=pending&error=GATEWAY%20timeout')).toEqual([id]);
+    expect(await idsOf('error=gateway%20timeout')).toEqual([id]);
+    expect(await idsOf('state=failed&error=gateway%20timeout')).toEqual([]);
+    expect(await count('state=pending&error=gateway%20timeout')).toEqual({
+      count: 1,
+      capped: false,
+    });
+    await server.queue.cancelJob(id);
+  });
+
   it('cancels by key, as a bulk filter, what the search by key counted', async () => {
     const { id } = await server.queue.addJob({
       task: 'flaky',
