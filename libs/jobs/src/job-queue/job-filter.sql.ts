@@ -39,11 +39,11 @@ export function filterValues(filter: FilterValues): unknown[] {
  *
  * A job's last error is in its history row: a queued job's is its previous attempt's, looked up by
  * primary key, for the jobs queued again alone (`"queuedAgain"`, jobs_queued_again: a job just
- * added has no history). So is its unique key once it has run: the queue keeps a key only until the job's
- * first claim (it frees itself then), history keeps it from that claim on; a job queued again (a
- * retry, a snooze) is found through its history row, by job_history_unique_key then the queue's
- * primary key, and one never claimed by jobs_unique_key. Statements run unprepared (custom plans), so a `$n IS NULL` of an absent field folds
- * away at planning, and with it the condition.
+ * added has no history). So is its unique key once it has run: the queue keeps a key only until
+ * the job's first claim (it frees itself then), history keeps it from that claim on; a job queued
+ * again (a retry, a snooze) is found through its history row, by job_history_unique_key then the
+ * queue's primary key, and one never claimed by jobs_unique_key. Statements run unprepared (custom
+ * plans), so a `$n IS NULL` of an absent field folds away at planning, and with it the condition.
  */
 export function filterSql(
   schema: string,
