@@ -7,6 +7,7 @@ import { resolveJobsOptions } from '../../libs/jobs/src/options/resolve-options.
 import { SchemaMigrator } from '../../libs/jobs/src/schema/schema-migrator.js';
 import { waitFor } from '../support/jobs-app.js';
 import { useTestDatabase } from '../support/test-database.js';
+import { withDeadline } from '../support/deadline.js';
 
 /*
  * An upgrade meets a fleet at work: some session holds a transaction open on the queue's tables (a
@@ -82,16 +83,8 @@ async function version(): Promise<number> {
 }
 
 /** What `promise` resolves to, or 'still blocked' if it has not after `ms`. */
-async function within<T>(ms: number, promise: Promise<T>): Promise<T | 'still blocked'> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<'still blocked'>((resolve) => {
-    timer = setTimeout(resolve, ms, 'still blocked');
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
+function within<T>(ms: number, promise: Promise<T>): Promise<T | 'still blocked'> {
+  return withDeadline(promise, ms, () => 'still blocked' as const);
 }
 
 /** Whether the migration's session is waiting for a lock right now. */

@@ -4,6 +4,7 @@ import type { JobContext, JobTaskHandler } from 'nestjs-pg-jobs';
 import { startJobsApp, waitFor } from '../support/jobs-app.js';
 import type { JobsApp } from '../support/jobs-app.js';
 import { useTestDatabase } from '../support/test-database.js';
+import { notSettledWithin, withDeadline } from '../support/deadline.js';
 
 const db = useTestDatabase();
 
@@ -48,12 +49,7 @@ const queued = async (id: string) =>
 
 /** Resolves with `promise`'s value, or rejects once `ms` passed without it. */
 const within = <T>(promise: Promise<T>, ms: number) =>
-  Promise.race([
-    promise,
-    new Promise<never>((_, reject) =>
-      setTimeout(() => reject(new Error(`not settled within ${ms}ms`)), ms),
-    ),
-  ]);
+  withDeadline(promise, ms, notSettledWithin('the promise', ms));
 
 it.each([
   ['snoozed', 'snooze', 'snoozed'],

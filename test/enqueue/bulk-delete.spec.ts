@@ -5,6 +5,7 @@ import { startHttpJobsApp } from '../support/http-app.js';
 import type { HttpJobsApp } from '../support/http-app.js';
 import { waitFor } from '../support/jobs-app.js';
 import { useTestDatabase } from '../support/test-database.js';
+import { withDeadline } from '../support/deadline.js';
 
 const db = useTestDatabase();
 let app: HttpJobsApp;
@@ -187,15 +188,10 @@ describe('deleteJobs', () => {
     try {
       await client.query('BEGIN');
       await client.query(`SELECT 1 FROM jobs."jobHistory" WHERE id = $1 FOR UPDATE`, [held]);
-      let timer: NodeJS.Timeout | undefined;
-      const waited = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('deleteJobs waited for the lock')), 5000);
+      const deleted = withDeadline(app.queue.deleteJobs({ task: 'report' }), 5000, () => {
+        throw new Error('deleteJobs waited for the lock');
       });
-      try {
-        expect(await Promise.race([app.queue.deleteJobs({ task: 'report' }), waited])).toBe(1);
-      } finally {
-        clearTimeout(timer);
-      }
+      expect(await deleted).toBe(1);
       await client.query('ROLLBACK');
     } finally {
       await client.end();

@@ -4,6 +4,7 @@ import { DEFAULT_CONCURRENCY, JobTask } from 'nestjs-pg-jobs';
 import type { JobTaskHandler } from 'nestjs-pg-jobs';
 import { startJobsApp, waitFor } from '../support/jobs-app.js';
 import { useTestDatabase } from '../support/test-database.js';
+import { withDeadline } from '../support/deadline.js';
 
 const db = useTestDatabase();
 let running = 0;
@@ -23,7 +24,7 @@ class IoTask implements JobTaskHandler {
     running++;
     mostAtOnce = Math.max(mostAtOnce, running);
     if (running === 10) allRunning();
-    await Promise.race([allStarted, new Promise((resolve) => setTimeout(resolve, 2000))]);
+    await withDeadline(allStarted, 2000, () => undefined);
     await new Promise((resolve) => setTimeout(resolve, 200));
     running--;
     finished++;

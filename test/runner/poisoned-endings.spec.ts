@@ -4,6 +4,7 @@ import type { JobContext, JobTaskHandler } from 'nestjs-pg-jobs';
 import { quietLogger, startJobsApp, waitFor } from '../support/jobs-app.js';
 import type { JobsApp } from '../support/jobs-app.js';
 import { useTestDatabase } from '../support/test-database.js';
+import { notSettledWithin, withDeadline } from '../support/deadline.js';
 
 const db = useTestDatabase();
 
@@ -90,12 +91,7 @@ async function runUntilEnded(ids: readonly string[]) {
 }
 
 const settled = (promises: readonly Promise<unknown>[], ms: number) =>
-  Promise.race([
-    Promise.allSettled(promises),
-    new Promise<never>((_, reject) =>
-      setTimeout(() => reject(new Error(`promises still pending after ${ms}ms`)), ms),
-    ),
-  ]);
+  withDeadline(Promise.allSettled(promises), ms, notSettledWithin('the promises', ms));
 
 it('ends every job of a claim in which some endings PostgreSQL refuses, and strands none', async () => {
   const poisons: Poison[] = ['none', 'nulResult', 'none', 'halfEmojiResult', 'nulError', 'none'];
