@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import {
   InvalidJobOptionsError,
   JobCancelledError,
@@ -131,6 +132,40 @@ it('gives up after its timeout with JobPromiseTimeoutError, and the job goes on'
   const again = b.queue.waitForJob(id);
   openGate(id);
   await expect(again).resolves.toBeUndefined();
+});
+
+it('wakes the instances when it flags a due job whose row a claim may have passed by, so that it starts at once', async () => {
+  // Its poll comes after the test: only a notification makes it claim.
+  const quiet = await cluster.startApp('wait-quiet', {
+    tasks: [GatedTask],
+    options: { pollingCheck: 60, schema: 'wait_quiet' },
+  });
+  const { id } = await quiet.queue.addJob({
+    task: 'gated',
+    waitUntil: new Date(Date.now() + 3600_000),
+  });
+  // A transaction that holds the job's row while the job falls due: a claim meanwhile passes it
+  // by (SKIP LOCKED), as it passes by a row that waitForJob's own flag holds for a moment.
+  const holder = new pg.Client({ connectionString: db.url });
+  await holder.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query(`UPDATE wait_quiet.jobs SET "waitUntil" = now() WHERE id = $1`, [id]);
+    const waiting = quiet.queue.waitForJob(id, { timeout: 30 });
+    await waitFor('waitForJob to wait for the row', async () => {
+      const rows = await db.query(
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%markedQueued%'`,
+      );
+      return rows.length > 0;
+    });
+    await holder.query('COMMIT');
+    await waitFor(`job ${id} to start`, () => started.has(id));
+    openGate(id);
+    await expect(waiting).resolves.toBeUndefined();
+  } finally {
+    await holder.end();
+    await quiet.close();
+  }
 });
 
 it('rejects with JobNotFoundError for an id no job has', async () => {

@@ -80,7 +80,7 @@ export class JobQueueService {
   ) {
     this.sql = queueSql(db.schema);
     this.channel = channelFor(db.schema);
-    this.waiting = new JobWaiting(db, this.sql, waiters);
+    this.waiting = new JobWaiting(db, this.sql, waiters, this.channel);
     this.bulk = new BulkOperations(options, db, this.sql, this.channel, events, (jobs) =>
       this.reportCancelled(jobs),
     );

@@ -393,7 +393,9 @@ export function queueSql({ quoted: s }: SchemaName) {
      * holds it, the claim's SKIP LOCKED passes the row by. If the update committed after the claim's
      * snapshot but before its lock, the claim locks the new row version but deletes by the old one's
      * ctid, which matches nothing: the row stays queued, for the next claim. No row is ever claimed
-     * twice or lost, and an already flagged row is not written at all.
+     * twice or lost, and an already flagged row is not written at all. A due row it flagged wakes
+     * the instances ($2 channel, $3 the `newJob` notification), as an enqueue does: a claim that
+     * passed it by claims again, rather than leave it to the next `pollingCheck`.
      *
      * $1 id
      */
@@ -404,7 +406,9 @@ export function queueSql({ quoted: s }: SchemaName) {
         SELECT h.state, h.awaited, h."lastErrorMessage" AS error, h.result::text AS result
         FROM ${s}."jobHistory" h WHERE h.id = $1
       ), "markedQueued" AS (
-        UPDATE ${s}.jobs SET awaited = true WHERE id = $1 AND NOT awaited RETURNING id
+        UPDATE ${s}.jobs SET awaited = true WHERE id = $1 AND NOT awaited RETURNING id, "waitUntil"
+      ), woken AS (
+        SELECT pg_notify($2, $3) FROM "markedQueued" WHERE "waitUntil" <= now()
       ), "markedRunning" AS (
         UPDATE ${s}."jobHistory" SET awaited = true
         WHERE id = $1 AND state = 'active' AND NOT awaited RETURNING id
@@ -413,7 +417,7 @@ export function queueSql({ quoted: s }: SchemaName) {
              (SELECT awaited FROM ran) AS "awaitedRunning", (SELECT error FROM ran) AS error,
              (SELECT result FROM ran) AS result,
              (SELECT count(*) FROM "markedQueued")::int + (SELECT count(*) FROM "markedRunning")::int
-               AS marked`,
+               AS marked, (SELECT count(*) FROM woken)::int AS woken`,
 
     /**
      * The awaited jobs among $1 that have ended for good: what a missed notification would have

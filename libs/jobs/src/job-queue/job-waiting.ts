@@ -1,5 +1,6 @@
 import type { JobsDatabase } from '../database/jobs-database.js';
 import { JobNotFoundError } from '../errors/jobs.errors.js';
+import { NEW_JOB_NOTIFICATION } from '../notify/notification-protocol.js';
 import type { CompletionWaiters, JobEnding, JobWait } from './completion-waiters.js';
 import type { QueueSql } from './job-queue.sql.js';
 import { untilSettled } from './until-settled.js';
@@ -39,6 +40,7 @@ export class JobWaiting {
     private readonly db: JobsDatabase,
     private readonly sql: QueueSql,
     private readonly waiters: CompletionWaiters,
+    private readonly channel: string,
   ) {}
 
   /** See `JobQueueService.waitForJob`; `id` is checked already. */
@@ -53,7 +55,11 @@ export class JobWaiting {
     wait.promise.catch(() => undefined);
     try {
       await untilSettled(`waiting for job ${id}`, async () => {
-        const [row] = await this.db.query<AwaitedJobRow>(this.sql.awaitJob, [id]);
+        const [row] = await this.db.query<AwaitedJobRow>(this.sql.awaitJob, [
+          id,
+          this.channel,
+          NEW_JOB_NOTIFICATION,
+        ]);
         if (row.queued !== null) return row.queued || row.marked > 0 || undefined;
         if (row.state === null) throw new JobNotFoundError(id);
         if (row.state === 'active') return row.awaitedRunning || row.marked > 0 || undefined;
