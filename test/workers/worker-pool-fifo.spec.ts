@@ -92,9 +92,9 @@ it('lets waiting calls sleep while every thread is busy, not re-check on a timer
   }).enable();
   await new Promise((resolve) => setTimeout(resolve, 500));
   hook.disable();
-  // The instance's own ticks (polling, heartbeat) arm a few; a re-check per waiting call arms
-  // thousands in half a second.
-  expect(timers).toBeLessThan(waiting.length);
+  // The instance's own work arms some dozens (its ticks, and a pool idle timer per statement:
+  // 73 on a busy CI machine); a re-check per waiting call every 150 ms or less arms more than 150.
+  expect(timers).toBeLessThan(3 * waiting.length);
 
   await Promise.all([busy.promise, ...waiting.map((job) => job.promise)]);
 }, 60_000);
