@@ -290,7 +290,13 @@ export function claimSql({ quoted: s, name: schemaName }: SchemaName) {
           -- as matching half the rows, and the index walk that stops at $1 rows always wins.
           WHERE "waitUntil" <= now() AND CASE WHEN task = ANY($3::text[]) THEN true END
           ORDER BY priority DESC, "waitUntil", seq
-          LIMIT $1
+          -- The limit is a subquery so that no plan knows it: the planner takes an unknown limit
+          -- for a tenth of the rows, and a generic plan, which cannot know $1, was then estimated
+          -- dearer than each run's own plan on a queue of a few thousand jobs or more (or one that
+          -- a flow's release left with as many dead rows), so that every claim was planned again.
+          -- Each plan now costs the same: after its first five runs a connection keeps one
+          -- (test/runner/claim-plan-cache.spec.ts).
+          LIMIT (SELECT $1::int)
           FOR UPDATE SKIP LOCKED`,
         queue: '($4::text[])[array_position($3::text[], c.task)]',
         at: 'now()',

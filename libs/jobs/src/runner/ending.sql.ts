@@ -90,7 +90,13 @@ export function endingSql({ quoted: s }: SchemaName) {
         SET "blockedBy" = j."blockedBy" - c.n,
             "waitUntil" = CASE WHEN j."blockedBy" <= c.n THEN GREATEST(now(), j."blockedWaitUntil")
                                ELSE j."waitUntil" END
-        FROM (SELECT "jobId", count(*)::int AS n FROM counted GROUP BY "jobId") c
+        -- In the order the edges were found, which is the order their dependents were added in
+        -- (their claim order): each released row's new version goes where the last one went, so
+        -- that a claim of fifty reads and dirties a page or two, not fifty scattered by a hash
+        -- (test/flows/flow-release-layout.spec.ts).
+        FROM (SELECT "jobId", count(*)::int AS n, min(o) AS o
+              FROM (SELECT "jobId", row_number() OVER () AS o FROM counted) e
+              GROUP BY "jobId" ORDER BY o) c
         -- The array too: the dependents are reached by their key whatever the planner guesses of c.
         WHERE j.id = ANY(ARRAY(SELECT "jobId" FROM counted)) AND j.id = c."jobId" AND j."blockedBy" > 0
         RETURNING j."waitUntil"

@@ -1,0 +1,66 @@
+import pg from 'pg';
+import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
+import { runnerSql } from '../../libs/jobs/src/runner/runner.sql.js';
+import { startJobsApp } from '../support/jobs-app.js';
+import { useTestDatabase } from '../support/test-database.js';
+
+const db = useTestDatabase();
+const DEPENDENTS = 3_000;
+const sql = runnerSql(toSchemaName('jobs'));
+
+/**
+ * How many times a walk of the queue in claim order moves to another heap page than the row before
+ * it: the pages a run of claims dirties, each claim deleting its rows one page after another.
+ */
+async function pageChangesInClaimOrder() {
+  const [row] = await db.query<{ due: number; changes: number; pages: number }>(
+    `SELECT count(*)::int AS due,
+            count(*) FILTER (WHERE page IS DISTINCT FROM previous)::int AS changes,
+            count(DISTINCT page)::int AS pages
+     FROM (SELECT page, lag(page) OVER (ORDER BY priority DESC, "waitUntil", seq) AS previous
+           FROM (SELECT (ctid::text::point)[0] AS page, priority, "waitUntil", seq
+                 FROM jobs.jobs WHERE "waitUntil" <= now()) q) w`,
+  );
+  return row;
+}
+
+it('writes the dependents its completion releases in claim order, so that the claims after it read and dirty each page once', async () => {
+  const app = await startJobsApp(db.url, { options: { runJobs: false, allowUnknownTasks: true } });
+  const items = Array.from({ length: DEPENDENTS }, (_, n) => `item-${n}`);
+  const flow = await app.queue.addFlow({
+    jobs: [
+      { ref: 'source', task: 'x' },
+      ...items.map((ref) => ({ ref, task: 'x', dependsOn: ['source'] })),
+    ],
+  });
+  await app.close();
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    await client.query(
+      `WITH claimed AS (DELETE FROM jobs.jobs WHERE id = $1 RETURNING *)
+       INSERT INTO jobs."jobHistory" (id, task, state, payload, priority, attempt, "maxRetries",
+                                      "wasScheduled", awaited, "createdAt", "startedAt", queue,
+                                      "inFlow", "claimToken")
+       SELECT id, task, 'active', payload, priority, 1, "maxRetries", "isScheduled", awaited,
+              "createdAt", now(), queue, "inFlow", 1
+       FROM claimed`,
+      [flow.jobs.source],
+    );
+    const completions = [
+      { job: { id: flow.jobs.source, attempt: 1, claim: '1', inFlow: true }, result: null },
+    ];
+    const { rows } = await client.query(
+      sql.completeInFlow.text,
+      sql.completeInFlow.values({ completions, channel: 'jobs_scheduler' }),
+    );
+    expect(rows).toEqual([{ id: flow.jobs.source, told: '0', woke: '1' }]);
+  } finally {
+    await client.end();
+  }
+  const { due, changes, pages } = await pageChangesInClaimOrder();
+  // Every dependent released, each page entered once: a release in any other order (a hash's) puts
+  // the rows fifty claims take together on as many pages.
+  expect(pages).toBeGreaterThan(10);
+  expect({ due, changes }).toEqual({ due: DEPENDENTS, changes: pages });
+}, 60_000);
