@@ -292,8 +292,8 @@ export function claimSql({ quoted: s, name: schemaName }: SchemaName) {
           ORDER BY priority DESC, "waitUntil", seq
           -- The limit is a subquery so that no plan knows it: the planner takes an unknown limit
           -- for a tenth of the rows, and a generic plan, which cannot know $1, was then estimated
-          -- dearer than each run's own plan on a queue of a few thousand jobs or more (or one that
-          -- a flow's release left with as many dead rows), so that every claim was planned again.
+          -- dearer than each run's own plan on a queue of some 20,000 jobs or more (or of 10,000
+          -- that a flow's release left with as many dead rows), and every claim was planned again.
           -- Each plan now costs the same: after its first five runs a connection keeps one
           -- (test/runner/claim-plan-cache.spec.ts).
           LIMIT (SELECT $1::int)
