@@ -92,7 +92,13 @@ describe('with pg_trgm to be had', () => {
     await db.query(`DROP TABLE jobs."${latest}"`);
     await app.module.get(RetentionService).pruneExpiredHistory({ lease: false });
     const after = await parts(db);
-    expect(after.map((p) => p.partition)).toContain(latest);
+    // The partition dropped, or the next one when the clock crossed a bound meanwhile: a round makes
+    // none that starts sooner than its lead ahead of the clock (partition-range.ts), and the rows of
+    // such a gap go to the default partition.
+    const remade = after
+      .map((p) => p.partition)
+      .filter((name) => name >= latest && name !== 'jobHistory_default');
+    expect(remade).not.toEqual([]);
     expect(after.filter((p) => !p.part || !p.valid)).toEqual([]);
   });
 
