@@ -395,9 +395,10 @@ export function queueSql({ quoted: s }: SchemaName) {
      * ctid, which matches nothing: the row stays queued, for the next claim. No row is ever claimed
      * twice or lost, and an already flagged row is not written at all. A due row it flagged wakes
      * the instances ($2 channel, $3 the `newJob` notification), as an enqueue does: a claim that
-     * passed it by claims again, rather than leave it to the next `pollingCheck`.
+     * passed it by claims again, rather than leave it to the next `pollingCheck`. `woken` is read
+     * only so that its CTE runs: PostgreSQL skips a CTE without writes that nothing reads.
      *
-     * $1 id
+     * $1 id, $2 channel, $3 notification
      */
     awaitJob: `
       WITH queued AS (
