@@ -27,6 +27,12 @@ describe('newJobId', () => {
     expect(newJobId() > first).toBe(true);
   });
 
+  it('sorts the ids it makes within one millisecond in the order it made them', () => {
+    const ids = Array.from({ length: 5_000 }, newJobId);
+    const outOfOrder = ids.filter((id, i) => i > 0 && id <= ids[i - 1]);
+    expect(outOfOrder).toEqual([]);
+  });
+
   it('never repeats itself across refills of its randomness', () => {
     const ids = new Set(Array.from({ length: 10_000 }, newJobId));
     expect(ids.size).toBe(10_000);
