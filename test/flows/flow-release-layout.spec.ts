@@ -1,12 +1,9 @@
-import pg from 'pg';
-import { toSchemaName } from '../../libs/jobs/src/database/schema-name.js';
-import { runnerSql } from '../../libs/jobs/src/runner/runner.sql.js';
+import { completeFlowJobs } from '../support/flow-completion.js';
 import { startJobsApp } from '../support/jobs-app.js';
 import { useTestDatabase } from '../support/test-database.js';
 
 const db = useTestDatabase();
 const DEPENDENTS = 9_998;
-const sql = runnerSql(toSchemaName('jobs'));
 
 /**
  * How many times a walk of the queue in claim order moves to another heap page than the row before
@@ -34,36 +31,15 @@ it('writes the dependents its completion releases in claim order, so that the cl
     ],
   });
   await app.close();
-  const client = new pg.Client({ connectionString: db.url });
-  await client.connect();
-  try {
-    // Statistics, as autovacuum gathers them on a live database: the planner's choices for the
-    // release (and the order it writes in) follow them.
-    await client.query('ANALYZE jobs.jobs, jobs."jobDependency"');
-    await client.query(
-      `WITH claimed AS (DELETE FROM jobs.jobs WHERE id = $1 RETURNING *)
-       INSERT INTO jobs."jobHistory" (id, task, state, payload, priority, attempt, "maxRetries",
-                                      "wasScheduled", awaited, "createdAt", "startedAt", queue,
-                                      "inFlow", "claimToken")
-       SELECT id, task, 'active', payload, priority, 1, "maxRetries", "isScheduled", awaited,
-              "createdAt", now(), queue, "inFlow", 1
-       FROM claimed`,
-      [flow.jobs.source],
-    );
-    const completions = [
-      { job: { id: flow.jobs.source, attempt: 1, claim: '1', inFlow: true }, result: null },
-    ];
-    const { rows } = await client.query(
-      sql.completeInFlow.text,
-      sql.completeInFlow.values({ completions, channel: 'jobs_scheduler' }),
-    );
-    expect(rows).toEqual([{ id: flow.jobs.source, told: '0', woke: '1' }]);
-  } finally {
-    await client.end();
-  }
+  // Statistics, as autovacuum gathers them on a live database: the planner's choices for the
+  // release (and the order it writes in) follow them.
+  await db.query('ANALYZE jobs.jobs, jobs."jobDependency"');
+  expect(await completeFlowJobs(db, [flow.jobs.source])).toEqual([
+    { id: flow.jobs.source, told: '0', woke: '1' },
+  ]);
   const { due, changes, pages } = await pageChangesInClaimOrder();
-  // Every dependent released, each page entered once: a release in any other order (a hash's) puts
-  // the rows fifty claims take together on as many pages.
+  // Every dependent released, each page entered once: a release in any other order (by ids random
+  // within a millisecond, by a hash) puts the rows fifty claims take together on as many pages.
   expect(pages).toBeGreaterThan(10);
   expect({ due, changes }).toEqual({ due: DEPENDENTS, changes: pages });
 }, 60_000);
