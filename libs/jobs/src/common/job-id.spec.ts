@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { JOB_ID_PATTERN } from './names.js';
 import { newJobId } from './job-id.js';
 
@@ -31,6 +32,20 @@ describe('newJobId', () => {
     const ids = Array.from({ length: 5_000 }, newJobId);
     const outOfOrder = ids.filter((id, i) => i > 0 && id <= ids[i - 1]);
     expect(outOfOrder).toEqual([]);
+  });
+
+  it("keeps the clock's time in each id when the clock goes back (history's partitions are by it)", () => {
+    const msOf = (id: string) => parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+    const now = Date.now();
+    const clock = jest.spyOn(Date, 'now');
+    try {
+      clock.mockReturnValue(now + 60_000);
+      expect(msOf(newJobId())).toBe(now + 60_000);
+      clock.mockReturnValue(now);
+      expect(msOf(newJobId())).toBe(now);
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it('never repeats itself across refills of its randomness', () => {

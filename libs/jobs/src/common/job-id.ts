@@ -19,12 +19,13 @@ const COUNTER_BITS = 26;
  * rows a drain touches in the primary keys of the queue and of history (claimed, then completed)
  * sit on the few index pages most recently written, instead of one random page of a big history
  * per job: fewer pages to read, dirty and write in full to the WAL after each checkpoint. And the
- * ids one process makes sort in the order it made them, even within a millisecond: the jobs of one
- * `addJobs` or `addFlow` sort by id as they do in the queue (by "seq"), so a statement that walks
- * them by id (a flow's release of its dependents) writes them in their claim order. Between
- * processes the order among jobs is still "seq"'s, not the ids'. Ids never go back: a clock that
- * does keeps the last id's millisecond, and a counter that runs out (after 2^25 ids in one
- * millisecond at the least) moves on to the next.
+ * ids one process makes sort in the order it made them (while its clock goes forward), within a
+ * millisecond too: the jobs of one `addJobs` or `addFlow` sort by id as they do in the queue (by
+ * "seq"), so a statement that walks them by id (a flow's release of its dependents) writes them in
+ * their claim order. Between processes the order among jobs is still "seq"'s, not the ids'. The
+ * time is always the clock's (history's partitions are ranges of ids, by that time): a counter
+ * that ran out, after 2^25 ids in one millisecond at the least (a process makes a few thousand),
+ * would start again at random, as it does in each new millisecond.
  */
 export function newJobId(): string {
   if (randomOffset === random.length) {
@@ -34,11 +35,14 @@ export function newJobId(): string {
   const r = randomOffset;
   randomOffset += 10;
   const now = Date.now();
-  if (now > lastMs) lastMs = now;
-  else if (++counter < 2 ** COUNTER_BITS) return formatted(lastMs, r);
-  else lastMs += 1;
-  // 25 random bits: the counter starts with its top bit clear, so that it has room to count.
-  counter = (random[r] << 17) | (random[r + 1] << 9) | (random[r + 2] << 1) | (random[r + 3] >>> 7);
+  if (now === lastMs && counter < 2 ** COUNTER_BITS - 1) {
+    counter++;
+  } else {
+    lastMs = now;
+    // 25 random bits: the counter starts with its top bit clear, so that it has room to count.
+    counter =
+      (random[r] << 17) | (random[r + 1] << 9) | (random[r + 2] << 1) | (random[r + 3] >>> 7);
+  }
   return formatted(lastMs, r);
 }
 
