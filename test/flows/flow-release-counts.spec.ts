@@ -27,7 +27,10 @@ async function twoSourceFlow() {
   return jobs;
 }
 
-/** What is left of each job's dependencies, and whether it is due, by ref; null once it left the queue. */
+/**
+ * What is left of each job's dependencies, and whether it is due, by ref; null once it left the
+ * queue.
+ */
 async function queued(jobs: Record<string, string>) {
   const rows = await db.query<{ id: string; blockedBy: number | null; due: boolean }>(
     `SELECT id, "blockedBy", "waitUntil" <= now() AS due FROM jobs.jobs WHERE id = ANY($1::uuid[])`,

@@ -91,10 +91,10 @@ export function endingSql({ quoted: s }: SchemaName) {
      * dependency off each dependent, as an edge joins two jobs once: no count per dependent and no
      * join, ~20 of the ~100 ms that released 9,998 dependents with them (psql, analysed tables).
      * Either way the dependents are reached by the array of their ids, whatever the planner guesses
-     * of `counted`, and written in the primary key's order, which is their claim order for the
-     * jobs of one `addFlow` (`newJobId`): each released row's new version goes where the last one
-     * went, so that a claim of fifty reads and dirties a page or two, not fifty
-     * (test/flows/flow-release-layout.spec.ts).
+     * of `counted`, and written in the primary key's order (or the table's, by a bitmap scan), both
+     * their claim order for the jobs of one `addFlow` (`newJobId`): each released row's new version
+     * goes where the last one went, so that a claim of fifty reads and dirties a page or two, not
+     * fifty (test/flows/flow-release-layout.spec.ts).
      */
     completeInFlow: completeStatement(
       s,
