@@ -19,6 +19,9 @@ interface Counts {
   stored: { name: string; paused: boolean }[];
 }
 
+/** Reads of the paused queues one refresh makes at most while changes keep arriving. */
+const REFRESH_READS = 3;
+
 /**
  * Which queues are paused, for this instance's claims, and the persisted state behind it.
  *
@@ -38,6 +41,8 @@ export class QueueStateService {
   private readonly poll: Tick;
   private readonly listeners = new Set<() => void>();
   private paused: ReadonlySet<string> = new Set();
+  /** Bumped by every change this instance makes or hears of: what a read in flight may predate. */
+  private changes = 0;
 
   constructor(
     @Inject(JOBS_OPTIONS) private readonly options: ResolvedJobsOptions,
@@ -85,14 +90,23 @@ export class QueueStateService {
     return this.paused.has(queue);
   }
 
-  /** Reads the paused queues from the database: the backstop for a lost notification. */
+  /**
+   * Reads the paused queues from the database: the backstop for a lost notification. A change made
+   * or heard while the read was in flight may be newer than what it read (a pause made here just
+   * after the read's snapshot, its answer arriving after the pause): the read is then made again,
+   * not applied, and left to the next poll if changes keep coming.
+   */
   async refresh(): Promise<void> {
-    const rows = await this.db.query<{ name: string }>(this.sql.paused);
-    this.replace(new Set(rows.map((row) => row.name)));
+    for (let read = 0; read < REFRESH_READS; read++) {
+      const seen = this.changes;
+      const rows = await this.db.query<{ name: string }>(this.sql.paused);
+      if (this.changes === seen) return this.replace(new Set(rows.map((row) => row.name)));
+    }
   }
 
   /** A `queuePaused` notification, or this instance's own change. */
   private apply(queue: string, paused: boolean): void {
+    this.changes++;
     if (this.paused.has(queue) === paused) return;
     const next = new Set(this.paused);
     if (paused) next.add(queue);
